@@ -1,0 +1,56 @@
+// Dashboard behaviour: voice previews, copy buttons, org switcher. No dependencies.
+(function () {
+  "use strict";
+
+  function csrfToken() {
+    var m = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+    return m ? decodeURIComponent(m[1]) : "";
+  }
+
+  function sleep(ms) { return new Promise(function (r) { setTimeout(r, ms); }); }
+
+  async function preview(button) {
+    var status = button.parentElement.querySelector(".preview-status");
+    var player = button.parentElement.querySelector("audio");
+    var url = button.dataset.previewUrl;
+    button.disabled = true;
+    status.textContent = "Synthesizing…";
+    try {
+      var resp = await fetch(url, { method: "POST", headers: { "X-CSRFToken": csrfToken() } });
+      var state = await resp.json();
+      for (var i = 0; state.status === "pending" && i < 120; i++) {
+        await sleep(500);
+        state = await (await fetch(url)).json();
+      }
+      if (state.status === "ready") {
+        status.textContent = "";
+        player.src = state.audio_url;
+        player.hidden = false;
+        await player.play().catch(function () { status.textContent = "Press play to listen."; });
+      } else {
+        status.textContent = state.message || "The preview could not be generated.";
+      }
+    } catch (err) {
+      status.textContent = "Network error: " + err.message;
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest("[data-preview-url]");
+    if (button) { event.preventDefault(); preview(button); return; }
+    var copy = event.target.closest("[data-copy-target]");
+    if (copy) {
+      var el = document.getElementById(copy.dataset.copyTarget);
+      navigator.clipboard.writeText(el.textContent.trim()).then(function () {
+        copy.textContent = "Copied";
+        setTimeout(function () { copy.textContent = "Copy"; }, 1500);
+      });
+    }
+  });
+
+  document.addEventListener("change", function (event) {
+    if (event.target.matches("[data-autosubmit]")) { event.target.form.submit(); }
+  });
+})();

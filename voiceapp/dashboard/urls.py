@@ -1,0 +1,32 @@
+from django.urls import path
+
+from voiceapp.dashboard import views
+
+app_name = "dashboard"
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("organizations/new/", views.org_create, name="org_create"),
+    path("organizations/switch/", views.org_switch, name="org_switch"),
+    path("personas/", views.persona_list_view, name="persona_list"),
+    path("personas/new/", views.persona_create_view, name="persona_create"),
+    path("personas/<int:pk>/", views.persona_edit_view, name="persona_edit"),
+    path("personas/<int:pk>/delete/", views.persona_delete_view, name="persona_delete"),
+    path("voices/", views.voice_list_view, name="voice_list"),
+    path("voices/<int:pk>/preview/", views.voice_preview, name="voice_preview"),
+    path("voices/<int:pk>/preview.wav", views.voice_preview_audio, name="voice_preview_audio"),
+    path("keys/", views.keys, name="keys"),
+    path("keys/secret/", views.secret_key_create_view, name="secret_key_create"),
+    path("keys/secret/<int:pk>/revoke/", views.secret_key_revoke_view, name="secret_key_revoke"),
+    path("keys/publishable/", views.publishable_key_create_view, name="publishable_key_create"),
+    path(
+        "keys/publishable/<int:pk>/revoke/",
+        views.publishable_key_revoke_view,
+        name="publishable_key_revoke",
+    ),
+    path("widget/", views.widget, name="widget"),
+    path("team/", views.team, name="team"),
+    path("team/invite/", views.invitation_create_view, name="invitation_create"),
+    path("team/invitations/<int:pk>/revoke/", views.invitation_revoke_view, name="invitation_revoke"),
+    path("team/members/<int:pk>/remove/", views.membership_remove_view, name="membership_remove"),
+    path("invitations/<str:token>/", views.invitation_accept, name="invitation_accept"),
+]

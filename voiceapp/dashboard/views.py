@@ -1,0 +1,421 @@
+"""Dashboard pages. Views authenticate, validate forms and call services;
+every tenant-owned object is fetched through a selector that takes the org."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.forms import Form
+from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_POST
+
+from voiceapp.dashboard.forms import (
+    InvitationForm,
+    OrganizationForm,
+    PersonaForm,
+    PublishableKeyForm,
+    SecretKeyForm,
+)
+from voiceapp.personas.selectors import persona_get, persona_list, voice_get, voice_list
+from voiceapp.personas.services import (
+    persona_create,
+    persona_delete,
+    persona_update,
+    voice_preview_request,
+    voice_preview_state,
+)
+from voiceapp.tenants import selectors as tenant_selectors
+from voiceapp.tenants import services as tenant_services
+from voiceapp.tenants.middleware import SESSION_ORG_KEY, current_membership
+from voiceapp.tenants.models import Membership
+
+View = Callable[..., HttpResponse]
+
+
+def _add_errors(form: Form, exc: ValidationError) -> None:
+    if hasattr(exc, "error_dict"):
+        for field, errors in exc.message_dict.items():
+            form.add_error(field if field in form.fields else None, errors)
+    else:
+        form.add_error(None, exc.messages)
+
+
+def org_required(manage: bool = False) -> Callable[[View], View]:
+    """Log in, act for an organization (and, with ``manage``, be its owner or admin)."""
+
+    def decorator(view: View) -> View:
+        @login_required
+        @wraps(view)
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            membership = current_membership(request)
+            if membership is None:
+                return redirect("dashboard:org_create")
+            if manage and not membership.can_manage:
+                raise PermissionDenied("Only owners and admins can do this.")
+            request.org = membership.org  # type: ignore[attr-defined]
+            return view(request, membership, *args, **kwargs)
+
+        return wrapper
+
+    return decorator
+
+
+def landing(request: HttpRequest) -> HttpResponse:
+    return render(request, "landing.html")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def org_create(request: HttpRequest) -> HttpResponse:
+    form = OrganizationForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            org = tenant_services.organization_create(
+                name=form.cleaned_data["name"],
+                owner=request.user,  # type: ignore[arg-type]
+            )
+        except ValidationError as exc:
+            _add_errors(form, exc)
+        else:
+            request.session[SESSION_ORG_KEY] = org.pk
+            messages.success(request, f"Created {org.name}, with a default persona to start from.")
+            return redirect("dashboard:home")
+    return render(request, "dashboard/org_create.html", {"form": form})
+
+
+@login_required
+@require_POST
+def org_switch(request: HttpRequest) -> HttpResponse:
+    try:
+        org_id = int(request.POST.get("org", ""))
+    except ValueError:
+        org_id = 0
+    membership = next(
+        (m for m in tenant_selectors.membership_list_for_user(user=request.user) if m.org_id == org_id),  # type: ignore[arg-type]
+        None,
+    )
+    if membership is None:
+        raise Http404("No such organization.")
+    request.session[SESSION_ORG_KEY] = membership.org_id
+    messages.info(request, f"Now working in {membership.org.name}.")
+    return redirect("dashboard:home")
+
+
+@org_required()
+def home(request: HttpRequest, membership: Membership) -> HttpResponse:
+    org = membership.org
+    personas = persona_list(org=org)
+    context = {
+        "section": "home",
+        "persona_count": personas.count(),
+        "active_persona_count": personas.filter(is_active=True).count(),
+        "key_count": tenant_selectors.secret_key_list(org=org).filter(revoked_at=None).count(),
+        "publishable_count": tenant_selectors.publishable_key_list(org=org, active_only=True).count(),
+        "member_count": tenant_selectors.membership_list(org=org).count(),
+        "personas": personas[:5],
+    }
+    return render(request, "dashboard/home.html", context)
+
+
+# --- Personas ------------------------------------------------------------------
+
+
+@org_required()
+def persona_list_view(request: HttpRequest, membership: Membership) -> HttpResponse:
+    personas = persona_list(org=membership.org)
+    return render(request, "dashboard/persona_list.html", {"section": "personas", "personas": personas})
+
+
+@org_required()
+@require_http_methods(["GET", "POST"])
+def persona_create_view(request: HttpRequest, membership: Membership) -> HttpResponse:
+    form = PersonaForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            persona = persona_create(org=membership.org, **form.cleaned_data)
+        except ValidationError as exc:
+            _add_errors(form, exc)
+        else:
+            messages.success(request, f"Persona “{persona.name}” created.")
+            return redirect("dashboard:persona_list")
+    return render(
+        request, "dashboard/persona_form.html", {"section": "personas", "form": form, "persona": None}
+    )
+
+
+@org_required()
+@require_http_methods(["GET", "POST"])
+def persona_edit_view(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
+    persona = persona_get(org=membership.org, pk=pk)
+    form = PersonaForm(request.POST or None, instance=persona)
+    if request.method == "POST" and form.is_valid():
+        try:
+            persona_update(persona=persona, **form.cleaned_data)
+        except ValidationError as exc:
+            _add_errors(form, exc)
+        else:
+            messages.success(request, f"Saved “{persona.name}”.")
+            return redirect("dashboard:persona_list")
+    return render(
+        request,
+        "dashboard/persona_form.html",
+        {"section": "personas", "form": form, "persona": persona},
+    )
+
+
+@org_required()
+@require_http_methods(["GET", "POST"])
+def persona_delete_view(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
+    persona = persona_get(org=membership.org, pk=pk)
+    if request.method == "POST":
+        name = persona.name
+        persona_delete(persona=persona)
+        messages.success(request, f"Deleted “{name}”.")
+        return redirect("dashboard:persona_list")
+    return render(
+        request, "dashboard/persona_confirm_delete.html", {"section": "personas", "persona": persona}
+    )
+
+
+# --- Voices --------------------------------------------------------------------
+
+
+@org_required()
+def voice_list_view(request: HttpRequest, membership: Membership) -> HttpResponse:
+    return render(request, "dashboard/voice_list.html", {"section": "voices", "voices": voice_list()})
+
+
+def _preview_payload(request: HttpRequest, voice_pk: int, state: dict[str, str]) -> dict[str, str]:
+    if state["status"] == "ready":
+        return {**state, "audio_url": reverse("dashboard:voice_preview_audio", args=[voice_pk])}
+    return state
+
+
+@org_required()
+@require_http_methods(["GET", "POST"])
+def voice_preview(request: HttpRequest, membership: Membership, pk: int) -> JsonResponse:
+    """POST starts synthesizing a preview; GET reports its state."""
+    voice = voice_get(pk=pk)
+    if request.method == "POST":
+        state = voice_preview_request(voice=voice)
+    else:
+        state = voice_preview_state(voice=voice)
+    status = 202 if state["status"] == "pending" else 200
+    return JsonResponse(_preview_payload(request, voice.pk, state), status=status)
+
+
+@org_required()
+def voice_preview_audio(request: HttpRequest, membership: Membership, pk: int) -> FileResponse:
+    voice = voice_get(pk=pk)
+    if voice_preview_state(voice=voice)["status"] != "ready":
+        raise Http404("No preview has been generated for this voice yet.")
+    return FileResponse(open(voice.preview_path, "rb"), content_type="audio/wav")  # noqa: SIM115
+
+
+# --- Keys ----------------------------------------------------------------------
+
+
+def _keys_page(request: HttpRequest, membership: Membership, **extra: Any) -> HttpResponse:
+    org = membership.org
+    context = {
+        "section": "keys",
+        "secret_keys": tenant_selectors.secret_key_list(org=org),
+        "publishable_keys": tenant_selectors.publishable_key_list(org=org),
+        "secret_form": SecretKeyForm(),
+        "publishable_form": PublishableKeyForm(),
+        **extra,
+    }
+    return render(request, "dashboard/keys.html", context)
+
+
+@org_required(manage=True)
+def keys(request: HttpRequest, membership: Membership) -> HttpResponse:
+    return _keys_page(request, membership)
+
+
+@org_required(manage=True)
+@require_POST
+def secret_key_create_view(request: HttpRequest, membership: Membership) -> HttpResponse:
+    form = SecretKeyForm(request.POST)
+    if form.is_valid():
+        key, raw = tenant_services.secret_key_create(
+            org=membership.org,
+            name=form.cleaned_data["name"],
+            created_by=request.user,  # type: ignore[arg-type]
+        )
+        messages.success(request, f"Created the secret key “{key.name}”. Copy it now: it is not shown again.")
+        return _keys_page(request, membership, new_secret=raw)
+    return _keys_page(request, membership, secret_form=form)
+
+
+@org_required(manage=True)
+@require_POST
+def secret_key_revoke_view(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
+    key = tenant_selectors.secret_key_get(org=membership.org, pk=pk)
+    tenant_services.secret_key_revoke(key=key)
+    messages.success(request, f"Revoked “{key.name}”. Calls using it are now refused.")
+    return redirect("dashboard:keys")
+
+
+@org_required(manage=True)
+@require_POST
+def publishable_key_create_view(request: HttpRequest, membership: Membership) -> HttpResponse:
+    form = PublishableKeyForm(request.POST)
+    if form.is_valid():
+        try:
+            key = tenant_services.publishable_key_create(org=membership.org, **form.cleaned_data)
+        except ValidationError as exc:
+            _add_errors(form, exc)
+        else:
+            messages.success(request, f"Created the publishable key “{key.name}”.")
+            return redirect("dashboard:keys")
+    return _keys_page(request, membership, publishable_form=form)
+
+
+@org_required(manage=True)
+@require_POST
+def publishable_key_revoke_view(
+    request: HttpRequest, membership: Membership, pk: int
+) -> HttpResponse:
+    key = tenant_selectors.publishable_key_get(org=membership.org, pk=pk)
+    tenant_services.publishable_key_revoke(key=key)
+    messages.success(request, f"Revoked “{key.name}”. The widget stops working where it used it.")
+    return redirect("dashboard:keys")
+
+
+# --- Widget --------------------------------------------------------------------
+
+
+@org_required()
+def widget(request: HttpRequest, membership: Membership) -> HttpResponse:
+    org = membership.org
+    personas = persona_list(org=org).filter(is_active=True)
+    keys = tenant_selectors.publishable_key_list(org=org, active_only=True)
+    persona = personas.filter(pk=request.GET.get("persona") or 0).first() or personas.first()
+    key = keys.filter(pk=request.GET.get("key") or 0).first() or keys.first()
+    snippet = None
+    if persona and key:
+        script_src = request.build_absolute_uri("/static/widget/v1.js")
+        snippet = (
+            f'<script src="{script_src}" data-key="{key.key}" '
+            f'data-persona="{persona.slug}" async></script>'
+        )
+    return render(
+        request,
+        "dashboard/widget.html",
+        {
+            "section": "widget",
+            "personas": personas,
+            "keys": keys,
+            "persona": persona,
+            "key": key,
+            "snippet": snippet,
+        },
+    )
+
+
+# --- Team ----------------------------------------------------------------------
+
+
+def _team_page(request: HttpRequest, membership: Membership, form: InvitationForm | None = None) -> HttpResponse:
+    org = membership.org
+    return render(
+        request,
+        "dashboard/team.html",
+        {
+            "section": "team",
+            "members": tenant_selectors.membership_list(org=org),
+            "invitations": tenant_selectors.invitation_list_pending(org=org),
+            "form": form or InvitationForm(),
+            "membership": membership,
+        },
+    )
+
+
+@org_required()
+def team(request: HttpRequest, membership: Membership) -> HttpResponse:
+    return _team_page(request, membership)
+
+
+@org_required(manage=True)
+@require_POST
+def invitation_create_view(request: HttpRequest, membership: Membership) -> HttpResponse:
+    form = InvitationForm(request.POST)
+    if form.is_valid():
+        try:
+            invitation, _ = tenant_services.invitation_create(
+                org=membership.org,
+                invited_by=request.user,  # type: ignore[arg-type]
+                **form.cleaned_data,
+            )
+        except ValidationError as exc:
+            _add_errors(form, exc)
+        else:
+            messages.success(request, f"Invitation sent to {invitation.email}.")
+            return redirect("dashboard:team")
+    return _team_page(request, membership, form)
+
+
+@org_required(manage=True)
+@require_POST
+def invitation_revoke_view(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
+    invitation = tenant_selectors.invitation_get(org=membership.org, pk=pk)
+    tenant_services.invitation_revoke(invitation=invitation, actor=request.user)  # type: ignore[arg-type]
+    messages.success(request, f"Invitation to {invitation.email} withdrawn.")
+    return redirect("dashboard:team")
+
+
+@org_required()
+@require_POST
+def membership_remove_view(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
+    target = tenant_selectors.membership_get_in_org(org=membership.org, pk=pk)
+    try:
+        tenant_services.membership_remove(membership=target, actor=request.user)  # type: ignore[arg-type]
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+        return redirect("dashboard:team")
+    if target.user_id == request.user.pk:
+        request.session.pop(SESSION_ORG_KEY, None)
+        messages.success(request, f"You left {membership.org.name}.")
+        return redirect("dashboard:home")
+    messages.success(request, f"Removed {target.user.email}.")
+    return redirect("dashboard:team")
+
+
+@require_http_methods(["GET", "POST"])
+def invitation_accept(request: HttpRequest, token: str) -> HttpResponse:
+    try:
+        invitation = tenant_services.invitation_get_pending(raw_token=token)
+    except ValidationError as exc:
+        return render(
+            request, "dashboard/invitation.html", {"error": " ".join(exc.messages)}, status=404
+        )
+    if not request.user.is_authenticated:
+        next_q = urlencode({"next": request.path})
+        return render(
+            request,
+            "dashboard/invitation.html",
+            {
+                "invitation": invitation,
+                "login_url": reverse("account_login") + "?" + next_q,
+                "signup_url": reverse("account_signup") + "?" + next_q,
+            },
+        )
+    if request.method == "POST":
+        try:
+            membership = tenant_services.invitation_accept(raw_token=token, user=request.user)  # type: ignore[arg-type]
+        except ValidationError as exc:
+            messages.error(request, " ".join(exc.messages))
+        else:
+            request.session[SESSION_ORG_KEY] = membership.org_id
+            messages.success(request, f"Welcome to {membership.org.name}.")
+            return redirect("dashboard:home")
+    return render(request, "dashboard/invitation.html", {"invitation": invitation})

@@ -1,0 +1,100 @@
+"""Admin for personas and voices. Staff who are not superusers see and edit only
+the organization they currently act for (the one chosen in the dashboard)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import QuerySet
+from django.http import HttpRequest
+
+from voiceapp.personas.models import Persona, Voice
+from voiceapp.personas.services import voices_sync
+from voiceapp.tenants.middleware import current_membership
+
+
+def _acting_org_id(request: HttpRequest) -> int | None:
+    membership = current_membership(request)
+    return membership.org_id if membership else None
+
+
+@admin.register(Persona)
+class PersonaAdmin(admin.ModelAdmin):
+    list_display = ["name", "slug", "org", "voice", "llm_backend", "is_active", "updated_at"]
+    list_filter = ["is_active", "llm_backend", "agent_speaks_first", "language", "voice"]
+    search_fields = ["name", "slug", "instructions", "greeting"]
+    prepopulated_fields = {"slug": ["name"]}
+    fieldsets = (
+        (None, {"fields": ("org", "name", "slug", "is_active")}),
+        ("Conversation", {"fields": ("instructions", "greeting", "agent_speaks_first")}),
+        ("Voice and language", {"fields": ("voice", "language")}),
+        (
+            "Language model",
+            {"fields": ("llm_backend", "llm_model", "temperature", "max_reply_tokens")},
+        ),
+        (
+            "Turn-taking",
+            {"fields": ("vad_threshold", "end_of_turn_silence_ms", "interruptions_enabled")},
+        ),
+        ("Limits", {"fields": ("idle_timeout_s", "max_call_duration_s", "allowed_origins")}),
+    )
+
+    def get_list_filter(self, request: HttpRequest) -> list[Any]:
+        filters = list(super().get_list_filter(request))
+        return (["org", *filters]) if request.user.is_superuser else filters  # type: ignore[union-attr]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Persona]:
+        personas = super().get_queryset(request).select_related("org", "voice")
+        if request.user.is_superuser:  # type: ignore[union-attr]
+            return personas
+        return personas.filter(org_id=_acting_org_id(request))
+
+    def get_exclude(self, request: HttpRequest, obj: Persona | None = None) -> list[str]:
+        return [] if request.user.is_superuser else ["org"]  # type: ignore[union-attr]
+
+    def get_fieldsets(self, request: HttpRequest, obj: Persona | None = None) -> Any:
+        fieldsets = super().get_fieldsets(request, obj)
+        if request.user.is_superuser:  # type: ignore[union-attr]
+            return fieldsets
+        first = dict(fieldsets[0][1])
+        first["fields"] = tuple(f for f in first["fields"] if f != "org")
+        return ((fieldsets[0][0], first), *fieldsets[1:])
+
+    def save_model(self, request: HttpRequest, obj: Persona, form: Any, change: bool) -> None:
+        if not request.user.is_superuser:  # type: ignore[union-attr]
+            org_id = _acting_org_id(request)
+            if org_id is None:
+                raise PermissionError("You act for no organization.")
+            obj.org_id = org_id
+        super().save_model(request, obj, form, change)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        if not request.user.is_superuser and _acting_org_id(request) is None:  # type: ignore[union-attr]
+            return False
+        return super().has_add_permission(request)
+
+
+@admin.register(Voice)
+class VoiceAdmin(admin.ModelAdmin):
+    list_display = ["voice_id", "name", "language", "quality", "sample_rate", "source", "is_available"]
+    list_filter = ["language", "quality", "source", "is_available"]
+    search_fields = ["voice_id", "name", "language"]
+    readonly_fields = ["voice_id", "model_path", "sample_rate", "source", "discovered_at",
+                       "preview_path", "preview_generated_at"]
+    actions = ["rescan"]
+
+    @admin.action(description="Rescan installed voices")
+    def rescan(self, request: HttpRequest, queryset: QuerySet[Voice]) -> None:
+        result = voices_sync()
+        self.message_user(
+            request,
+            f"{len(result.created)} new, {len(result.updated)} updated, "
+            f"{len(result.missing)} no longer installed.",
+            messages.SUCCESS,
+        )
+        for problem in result.problems:
+            self.message_user(request, problem, messages.WARNING)
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False  # voices are discovered from installed files

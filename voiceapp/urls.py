@@ -1,0 +1,12 @@
+from django.contrib import admin
+from django.urls import include, path
+
+from voiceapp.dashboard.views import landing
+
+urlpatterns = [
+    path("", landing, name="landing"),
+    path("accounts/", include("allauth.urls")),
+    path("dashboard/", include("voiceapp.dashboard.urls")),
+    path("api/v1/", include("voiceapp.api.urls")),
+    path("admin/", admin.site.urls),
+]

@@ -59,9 +59,11 @@ class Persona(models.Model):
     )
     voice = models.ForeignKey(Voice, on_delete=models.PROTECT, related_name="personas")
     llm_backend = models.CharField(
+        "LLM backend",
         max_length=10, choices=LLMBackend.choices, default=LLMBackend.LOCAL
     )
     llm_model = models.CharField(
+        "LLM model",
         max_length=200, blank=True, help_text="Model name; empty uses the deployment's default."
     )
     temperature = models.FloatField(
@@ -72,6 +74,7 @@ class Persona(models.Model):
         ],
     )
     max_reply_tokens = models.PositiveIntegerField(
+        "max tokens per reply",
         default=120,
         validators=[
             MinValueValidator(8, "Allow at least 8 tokens per reply."),
@@ -80,6 +83,7 @@ class Persona(models.Model):
     )
     language = models.CharField(max_length=10, default="en")
     vad_threshold = models.FloatField(
+        "VAD threshold",
         default=0.5,
         validators=[
             MinValueValidator(0.05, "The VAD threshold must be between 0.05 and 0.95."),
@@ -87,6 +91,7 @@ class Persona(models.Model):
         ],
     )
     end_of_turn_silence_ms = models.PositiveIntegerField(
+        "end-of-turn silence (ms)",
         default=500,
         validators=[
             MinValueValidator(100, "End-of-turn silence must be between 100 and 3000 ms."),
@@ -97,6 +102,7 @@ class Persona(models.Model):
         default=True, help_text="Let the caller interrupt the agent by speaking."
     )
     idle_timeout_s = models.PositiveIntegerField(
+        "idle timeout (s)",
         default=60,
         validators=[
             MinValueValidator(5, "The idle timeout must be between 5 and 3600 seconds."),
@@ -104,6 +110,7 @@ class Persona(models.Model):
         ],
     )
     max_call_duration_s = models.PositiveIntegerField(
+        "max call duration (s)",
         default=600,
         validators=[
             MinValueValidator(30, "The maximum call duration must be between 30 s and 4 h."),
@@ -115,7 +122,7 @@ class Persona(models.Model):
         blank=True,
         help_text="Origins the widget may call this persona from, in addition to the key's.",
     )
-    is_active = models.BooleanField(default=True)
+    is_active = models.BooleanField("active", default=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -27,7 +27,9 @@ pytestmark = pytest.mark.django_db
 
 
 def test_organization_create_makes_owner_and_default_persona() -> None:
-    org = organization_create(name="Acme Clinic", owner_email="Boss@Acme.test", owner_password="x-pass-123")
+    org = organization_create(
+        name="Acme Clinic", owner_email="Boss@Acme.test", owner_password="x-pass-123"
+    )
 
     owner = User.objects.get(email="boss@acme.test")
     assert owner.check_password("x-pass-123")
@@ -81,7 +83,7 @@ def test_invitation_for_someone_else_is_refused(tenant_a: Tenant) -> None:
     )
     intruder = User.objects.create_user(email="intruder@example.test", password="pw-123456789")
 
-    with pytest.raises(ValidationError, match="sent to invited@example.test"):
+    with pytest.raises(ValidationError, match=r"sent to invited@example\.test"):
         invitation_accept(raw_token=raw, user=intruder)
     assert not Membership.objects.filter(user=intruder).exists()
 
@@ -91,7 +93,9 @@ def test_expired_and_revoked_invitations_are_refused(tenant_a: Tenant) -> None:
     invitation, raw = invitation_create(
         org=tenant_a.org, email=person.email, role=Role.MEMBER, invited_by=tenant_a.owner
     )
-    Invitation.objects.filter(pk=invitation.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    Invitation.objects.filter(pk=invitation.pk).update(
+        expires_at=timezone.now() - timedelta(seconds=1)
+    )
     with pytest.raises(ValidationError):
         invitation_accept(raw_token=raw, user=person)
 
@@ -168,7 +172,14 @@ def test_origins_are_normalized(given: str, expected: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "bad", ["example.com", "ftp://example.com", "https://example.com/path", "https://a.com?x=1", "https://"]
+    "bad",
+    [
+        "example.com",
+        "ftp://example.com",
+        "https://example.com/path",
+        "https://a.com?x=1",
+        "https://",
+    ],
 )
 def test_bad_origins_are_rejected(bad: str) -> None:
     with pytest.raises(ValidationError):

@@ -44,9 +44,9 @@ class SecretKeyAuthentication(BaseAuthentication):
         return f'{self.keyword} realm="api"'
 
 
-class SecretKeyScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call]
+class SecretKeyScheme(OpenApiAuthenticationExtension):
     target_class = "voiceapp.api.authentication.SecretKeyAuthentication"
     name = "secretKey"
 
-    def get_security_definition(self, auto_schema):  # type: ignore[no-untyped-def]
+    def get_security_definition(self, auto_schema):
         return {"type": "http", "scheme": "bearer", "bearerFormat": "sk_..."}

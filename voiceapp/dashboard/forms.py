@@ -20,7 +20,7 @@ class OriginsField(forms.CharField):
     def prepare_value(self, value: Any) -> Any:
         return "\n".join(value) if isinstance(value, list) else value
 
-    def to_python(self, value: Any) -> list[str]:  # type: ignore[override]
+    def to_python(self, value: Any) -> list[str]:
         text = super().to_python(value) or ""
         return [part for part in text.replace(",", "\n").split() if part]
 
@@ -87,18 +87,20 @@ class PersonaForm(forms.ModelForm):
         widgets = {
             "instructions": forms.Textarea(attrs={"rows": 6}),
             "temperature": forms.NumberInput(attrs={"step": "0.1", "min": "0", "max": "2"}),
-            "vad_threshold": forms.NumberInput(attrs={"step": "0.05", "min": "0.05", "max": "0.95"}),
+            "vad_threshold": forms.NumberInput(
+                attrs={"step": "0.05", "min": "0.05", "max": "0.95"}
+            ),
         }
         help_texts = {
             "slug": "Used in URLs and by API clients (model=…). Letters, digits and dashes.",
-            "end_of_turn_silence_ms": "How long the caller must be silent before the agent answers.",
-            "vad_threshold": "Speech probability needed to count as speech (higher: less sensitive).",
+            "end_of_turn_silence_ms": "How long the caller is silent before the agent answers.",
+            "vad_threshold": "Speech probability that counts as speech (higher: less sensitive).",
             "max_reply_tokens": "Caps how long one spoken reply can get.",
         }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["voice"].queryset = Voice.objects.filter(is_available=True)  # type: ignore[attr-defined]
+        self.fields["voice"].queryset = Voice.objects.filter(is_available=True)
         self.fields["slug"].required = False
 
 

@@ -26,7 +26,9 @@ urlpatterns = [
     path("widget/", views.widget, name="widget"),
     path("team/", views.team, name="team"),
     path("team/invite/", views.invitation_create_view, name="invitation_create"),
-    path("team/invitations/<int:pk>/revoke/", views.invitation_revoke_view, name="invitation_revoke"),
+    path(
+        "team/invitations/<int:pk>/revoke/", views.invitation_revoke_view, name="invitation_revoke"
+    ),
     path("team/members/<int:pk>/remove/", views.membership_remove_view, name="membership_remove"),
     path("invitations/<str:token>/", views.invitation_accept, name="invitation_accept"),
 ]

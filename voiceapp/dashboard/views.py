@@ -60,7 +60,7 @@ def org_required(manage: bool = False) -> Callable[[View], View]:
                 return redirect("dashboard:org_create")
             if manage and not membership.can_manage:
                 raise PermissionDenied("Only owners and admins can do this.")
-            request.org = membership.org  # type: ignore[attr-defined]
+            request.org = membership.org
             return view(request, membership, *args, **kwargs)
 
         return wrapper
@@ -80,7 +80,7 @@ def org_create(request: HttpRequest) -> HttpResponse:
         try:
             org = tenant_services.organization_create(
                 name=form.cleaned_data["name"],
-                owner=request.user,  # type: ignore[arg-type]
+                owner=request.user,
             )
         except ValidationError as exc:
             _add_errors(form, exc)
@@ -99,7 +99,11 @@ def org_switch(request: HttpRequest) -> HttpResponse:
     except ValueError:
         org_id = 0
     membership = next(
-        (m for m in tenant_selectors.membership_list_for_user(user=request.user) if m.org_id == org_id),  # type: ignore[arg-type]
+        (
+            m
+            for m in tenant_selectors.membership_list_for_user(user=request.user)
+            if m.org_id == org_id
+        ),
         None,
     )
     if membership is None:
@@ -118,7 +122,9 @@ def home(request: HttpRequest, membership: Membership) -> HttpResponse:
         "persona_count": personas.count(),
         "active_persona_count": personas.filter(is_active=True).count(),
         "key_count": tenant_selectors.secret_key_list(org=org).filter(revoked_at=None).count(),
-        "publishable_count": tenant_selectors.publishable_key_list(org=org, active_only=True).count(),
+        "publishable_count": tenant_selectors.publishable_key_list(
+            org=org, active_only=True
+        ).count(),
         "member_count": tenant_selectors.membership_list(org=org).count(),
         "personas": personas[:5],
     }
@@ -131,7 +137,9 @@ def home(request: HttpRequest, membership: Membership) -> HttpResponse:
 @org_required()
 def persona_list_view(request: HttpRequest, membership: Membership) -> HttpResponse:
     personas = persona_list(org=membership.org)
-    return render(request, "dashboard/persona_list.html", {"section": "personas", "personas": personas})
+    return render(
+        request, "dashboard/persona_list.html", {"section": "personas", "personas": personas}
+    )
 
 
 @org_required()
@@ -147,7 +155,9 @@ def persona_create_view(request: HttpRequest, membership: Membership) -> HttpRes
             messages.success(request, f"Persona “{persona.name}” created.")
             return redirect("dashboard:persona_list")
     return render(
-        request, "dashboard/persona_form.html", {"section": "personas", "form": form, "persona": None}
+        request,
+        "dashboard/persona_form.html",
+        {"section": "personas", "form": form, "persona": None},
     )
 
 
@@ -181,7 +191,9 @@ def persona_delete_view(request: HttpRequest, membership: Membership, pk: int) -
         messages.success(request, f"Deleted “{name}”.")
         return redirect("dashboard:persona_list")
     return render(
-        request, "dashboard/persona_confirm_delete.html", {"section": "personas", "persona": persona}
+        request,
+        "dashboard/persona_confirm_delete.html",
+        {"section": "personas", "persona": persona},
     )
 
 
@@ -190,7 +202,9 @@ def persona_delete_view(request: HttpRequest, membership: Membership, pk: int) -
 
 @org_required()
 def voice_list_view(request: HttpRequest, membership: Membership) -> HttpResponse:
-    return render(request, "dashboard/voice_list.html", {"section": "voices", "voices": voice_list()})
+    return render(
+        request, "dashboard/voice_list.html", {"section": "voices", "voices": voice_list()}
+    )
 
 
 def _preview_payload(request: HttpRequest, voice_pk: int, state: dict[str, str]) -> dict[str, str]:
@@ -217,7 +231,7 @@ def voice_preview_audio(request: HttpRequest, membership: Membership, pk: int) -
     voice = voice_get(pk=pk)
     if voice_preview_state(voice=voice)["status"] != "ready":
         raise Http404("No preview has been generated for this voice yet.")
-    return FileResponse(open(voice.preview_path, "rb"), content_type="audio/wav")  # noqa: SIM115
+    return FileResponse(open(voice.preview_path, "rb"), content_type="audio/wav")
 
 
 # --- Keys ----------------------------------------------------------------------
@@ -249,9 +263,11 @@ def secret_key_create_view(request: HttpRequest, membership: Membership) -> Http
         key, raw = tenant_services.secret_key_create(
             org=membership.org,
             name=form.cleaned_data["name"],
-            created_by=request.user,  # type: ignore[arg-type]
+            created_by=request.user,
         )
-        messages.success(request, f"Created the secret key “{key.name}”. Copy it now: it is not shown again.")
+        messages.success(
+            request, f"Created the secret key “{key.name}”. Copy it now: it is not shown again."
+        )
         return _keys_page(request, membership, new_secret=raw)
     return _keys_page(request, membership, secret_form=form)
 
@@ -325,7 +341,9 @@ def widget(request: HttpRequest, membership: Membership) -> HttpResponse:
 # --- Team ----------------------------------------------------------------------
 
 
-def _team_page(request: HttpRequest, membership: Membership, form: InvitationForm | None = None) -> HttpResponse:
+def _team_page(
+    request: HttpRequest, membership: Membership, form: InvitationForm | None = None
+) -> HttpResponse:
     org = membership.org
     return render(
         request,
@@ -353,7 +371,7 @@ def invitation_create_view(request: HttpRequest, membership: Membership) -> Http
         try:
             invitation, _ = tenant_services.invitation_create(
                 org=membership.org,
-                invited_by=request.user,  # type: ignore[arg-type]
+                invited_by=request.user,
                 **form.cleaned_data,
             )
         except ValidationError as exc:
@@ -368,7 +386,7 @@ def invitation_create_view(request: HttpRequest, membership: Membership) -> Http
 @require_POST
 def invitation_revoke_view(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
     invitation = tenant_selectors.invitation_get(org=membership.org, pk=pk)
-    tenant_services.invitation_revoke(invitation=invitation, actor=request.user)  # type: ignore[arg-type]
+    tenant_services.invitation_revoke(invitation=invitation, actor=request.user)
     messages.success(request, f"Invitation to {invitation.email} withdrawn.")
     return redirect("dashboard:team")
 
@@ -378,7 +396,7 @@ def invitation_revoke_view(request: HttpRequest, membership: Membership, pk: int
 def membership_remove_view(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
     target = tenant_selectors.membership_get_in_org(org=membership.org, pk=pk)
     try:
-        tenant_services.membership_remove(membership=target, actor=request.user)  # type: ignore[arg-type]
+        tenant_services.membership_remove(membership=target, actor=request.user)
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
         return redirect("dashboard:team")
@@ -411,7 +429,7 @@ def invitation_accept(request: HttpRequest, token: str) -> HttpResponse:
         )
     if request.method == "POST":
         try:
-            membership = tenant_services.invitation_accept(raw_token=token, user=request.user)  # type: ignore[arg-type]
+            membership = tenant_services.invitation_accept(raw_token=token, user=request.user)
         except ValidationError as exc:
             messages.error(request, " ".join(exc.messages))
         else:

@@ -42,27 +42,27 @@ class PersonaAdmin(admin.ModelAdmin):
 
     def get_list_filter(self, request: HttpRequest) -> list[Any]:
         filters = list(super().get_list_filter(request))
-        return (["org", *filters]) if request.user.is_superuser else filters  # type: ignore[union-attr]
+        return (["org", *filters]) if request.user.is_superuser else filters
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[Persona]:
         personas = super().get_queryset(request).select_related("org", "voice")
-        if request.user.is_superuser:  # type: ignore[union-attr]
+        if request.user.is_superuser:
             return personas
         return personas.filter(org_id=_acting_org_id(request))
 
     def get_exclude(self, request: HttpRequest, obj: Persona | None = None) -> list[str]:
-        return [] if request.user.is_superuser else ["org"]  # type: ignore[union-attr]
+        return [] if request.user.is_superuser else ["org"]
 
     def get_fieldsets(self, request: HttpRequest, obj: Persona | None = None) -> Any:
         fieldsets = super().get_fieldsets(request, obj)
-        if request.user.is_superuser:  # type: ignore[union-attr]
+        if request.user.is_superuser:
             return fieldsets
         first = dict(fieldsets[0][1])
         first["fields"] = tuple(f for f in first["fields"] if f != "org")
         return ((fieldsets[0][0], first), *fieldsets[1:])
 
     def save_model(self, request: HttpRequest, obj: Persona, form: Any, change: bool) -> None:
-        if not request.user.is_superuser:  # type: ignore[union-attr]
+        if not request.user.is_superuser:
             org_id = _acting_org_id(request)
             if org_id is None:
                 raise PermissionError("You act for no organization.")
@@ -70,18 +70,33 @@ class PersonaAdmin(admin.ModelAdmin):
         super().save_model(request, obj, form, change)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
-        if not request.user.is_superuser and _acting_org_id(request) is None:  # type: ignore[union-attr]
+        if not request.user.is_superuser and _acting_org_id(request) is None:
             return False
         return super().has_add_permission(request)
 
 
 @admin.register(Voice)
 class VoiceAdmin(admin.ModelAdmin):
-    list_display = ["voice_id", "name", "language", "quality", "sample_rate", "source", "is_available"]
+    list_display = [
+        "voice_id",
+        "name",
+        "language",
+        "quality",
+        "sample_rate",
+        "source",
+        "is_available",
+    ]
     list_filter = ["language", "quality", "source", "is_available"]
     search_fields = ["voice_id", "name", "language"]
-    readonly_fields = ["voice_id", "model_path", "sample_rate", "source", "discovered_at",
-                       "preview_path", "preview_generated_at"]
+    readonly_fields = [
+        "voice_id",
+        "model_path",
+        "sample_rate",
+        "source",
+        "discovered_at",
+        "preview_path",
+        "preview_generated_at",
+    ]
     actions = ["rescan"]
 
     @admin.action(description="Rescan installed voices")

@@ -81,7 +81,7 @@ class PersonaViewSet(
     queryset = Persona.objects.none()  # for the schema; requests use get_queryset
 
     def get_queryset(self) -> Any:
-        return persona_list(org=self.request.user.org)  # type: ignore[union-attr]
+        return persona_list(org=self.request.user.org)
 
     def get_serializer_context(self) -> dict[str, Any]:
         context = super().get_serializer_context()
@@ -104,4 +104,6 @@ class VoiceViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
 
     @extend_schema(responses=VoiceSerializer(many=True))
     def list(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return Response(self.get_serializer(self.get_queryset(), many=True).data, status.HTTP_200_OK)
+        return Response(
+            self.get_serializer(self.get_queryset(), many=True).data, status.HTTP_200_OK
+        )

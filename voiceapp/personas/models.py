@@ -59,12 +59,13 @@ class Persona(models.Model):
     )
     voice = models.ForeignKey(Voice, on_delete=models.PROTECT, related_name="personas")
     llm_backend = models.CharField(
-        "LLM backend",
-        max_length=10, choices=LLMBackend.choices, default=LLMBackend.LOCAL
+        "LLM backend", max_length=10, choices=LLMBackend.choices, default=LLMBackend.LOCAL
     )
     llm_model = models.CharField(
         "LLM model",
-        max_length=200, blank=True, help_text="Model name; empty uses the deployment's default."
+        max_length=200,
+        blank=True,
+        help_text="Model name; empty uses the deployment's default.",
     )
     temperature = models.FloatField(
         default=0.6,
@@ -139,9 +140,7 @@ class Persona(models.Model):
         from voiceapp.tenants.services import origins_normalize
 
         if self.agent_speaks_first and not self.greeting.strip():
-            raise ValidationError(
-                {"greeting": "A greeting is needed when the agent speaks first."}
-            )
+            raise ValidationError({"greeting": "A greeting is needed when the agent speaks first."})
         if not isinstance(self.allowed_origins, list):
             raise ValidationError({"allowed_origins": "Give a list of origins."})
         try:

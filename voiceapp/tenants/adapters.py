@@ -5,4 +5,4 @@ from django.http import HttpRequest
 
 class AccountAdapter(DefaultAccountAdapter):
     def is_open_for_signup(self, request: HttpRequest) -> bool:
-        return bool(getattr(settings, "SIGNUP_OPEN", True))
+        return bool(settings.SIGNUP_OPEN)

@@ -45,7 +45,7 @@ class SecretKeyAdmin(admin.ModelAdmin):
     search_fields = ["name", "prefix", "org__name"]
     readonly_fields = ["prefix", "key_hash", "created_at", "last_used_at"]
 
-    def has_add_permission(self, request):  # type: ignore[no-untyped-def]
+    def has_add_permission(self, request):
         return False  # keys are created in the dashboard or with create_api_key, shown once
 
 

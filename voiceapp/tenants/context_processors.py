@@ -11,5 +11,5 @@ def current_organization(request: HttpRequest) -> dict[str, object]:
     return {
         "current_membership": membership,
         "current_org": membership.org,
-        "all_memberships": membership_list_for_user(user=request.user),  # type: ignore[arg-type]
+        "all_memberships": membership_list_for_user(user=request.user),
     }

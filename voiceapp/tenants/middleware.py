@@ -15,7 +15,7 @@ def _current_membership(request: HttpRequest) -> Membership | None:
     user = request.user
     if not user.is_authenticated:
         return None
-    memberships = list(membership_list_for_user(user=user))  # type: ignore[arg-type]
+    memberships = list(membership_list_for_user(user=user))
     wanted = request.session.get(SESSION_ORG_KEY)
     for membership in memberships:
         if membership.org_id == wanted:
@@ -31,7 +31,7 @@ class CurrentOrganizationMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        request.membership = SimpleLazyObject(lambda: _current_membership(request))  # type: ignore[attr-defined]
+        request.membership = SimpleLazyObject(lambda: _current_membership(request))
         return self.get_response(request)
 
 
@@ -40,4 +40,4 @@ def current_membership(request: HttpRequest) -> Membership | None:
     # A SimpleLazyObject wrapping None is truthy; unwrap it.
     if membership is None or not bool(getattr(membership, "pk", None)):
         return None
-    return membership  # type: ignore[no-any-return]
+    return membership

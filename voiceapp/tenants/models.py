@@ -27,13 +27,13 @@ class UserManager(BaseUserManager):
 class User(AbstractUser):
     """A person who logs in with an email address."""
 
-    username = None  # type: ignore[assignment]  # email is the login
+    username = None  # email is the login
     email = models.EmailField("email address", unique=True)
 
     USERNAME_FIELD = "email"
     REQUIRED_FIELDS: ClassVar[list[str]] = []
 
-    objects: ClassVar[UserManager] = UserManager()  # type: ignore[assignment]
+    objects: ClassVar[UserManager] = UserManager()
 
     def __str__(self) -> str:
         return self.email
@@ -134,9 +134,7 @@ class SecretKey(models.Model):
 class PublishableKey(models.Model):
     """A public key (``pk_...``) for the embeddable widget, valid only from allowed origins."""
 
-    org = models.ForeignKey(
-        Organization, on_delete=models.CASCADE, related_name="publishable_keys"
-    )
+    org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="publishable_keys")
     name = models.CharField(max_length=80)
     key = models.CharField(max_length=64, unique=True)
     allowed_origins = models.JSONField(default=list, blank=True)

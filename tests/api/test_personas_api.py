@@ -1,0 +1,186 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from tests.conftest import Tenant
+from voiceapp.personas.models import Persona
+from voiceapp.tenants.models import SecretKey
+from voiceapp.tenants.services import secret_key_create, secret_key_revoke
+
+pytestmark = pytest.mark.django_db
+
+
+class Api:
+    def __init__(self, key: str | None) -> None:
+        self.client = Client()
+        self.headers = {"Authorization": f"Bearer {key}"} if key else {}
+
+    def __getattr__(self, method: str) -> Any:
+        def call(path: str, data: Any = None, **kw: Any) -> Any:
+            kwargs = {"headers": {**self.headers, **kw.pop("headers", {})}, **kw}
+            if data is not None:
+                kwargs.update(data=data, content_type="application/json")
+            return getattr(self.client, method)("/api/v1/" + path, **kwargs)
+
+        return call
+
+
+@pytest.fixture
+def api(secret_key_a: str) -> Api:
+    return Api(secret_key_a)
+
+
+def error_of(response: Any) -> dict[str, Any]:
+    body = response.json()
+    assert set(body) == {"error"}, body
+    assert body["error"]["code"] and body["error"]["message"]
+    return body["error"]  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("headers", "code"),
+    [
+        ({}, "not_authenticated"),
+        ({"Authorization": "Bearer sk_wrong"}, "invalid_api_key"),
+        ({"Authorization": "Token abc"}, "invalid_authorization"),
+        ({"Authorization": "Bearer"}, "invalid_authorization"),
+        ({"Authorization": "Bearer a b"}, "invalid_authorization"),
+    ],
+)
+def test_requests_without_a_valid_key_are_refused(
+    db: None, headers: dict[str, str], code: str
+) -> None:
+    response = Client().get("/api/v1/personas/", headers=headers)
+
+    assert response.status_code == 401
+    assert error_of(response)["code"] == code
+    assert response["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_revoked_key_is_refused(tenant_a: Tenant) -> None:
+    key, raw = secret_key_create(org=tenant_a.org, name="old")
+    assert Api(raw).get("personas/").status_code == 200
+
+    secret_key_revoke(key=key)
+
+    response = Api(raw).get("personas/")
+    assert response.status_code == 401
+    assert error_of(response)["code"] == "invalid_api_key"
+
+
+def test_list_and_create_personas(api: Api, tenant_a: Tenant) -> None:
+    listed = api.get("personas/")
+    assert listed.status_code == 200
+    assert [p["slug"] for p in listed.json()] == ["assistant"]
+    assert listed.json()[0]["voice"] == "en_US-joe-medium"
+
+    created = api.post(
+        "personas/",
+        {
+            "name": "Sales",
+            "instructions": "Sell gently.",
+            "greeting": "Hi",
+            "temperature": 0.3,
+            "allowed_origins": ["https://Shop.test"],
+        },
+    )
+
+    assert created.status_code == 201, created.content
+    body = created.json()
+    assert body["slug"] == "sales" and body["temperature"] == 0.3
+    assert body["allowed_origins"] == ["https://shop.test"]
+    assert Persona.objects.get(pk=body["id"]).org == tenant_a.org
+
+
+def test_update_and_delete(api: Api) -> None:
+    persona_id = api.get("personas/").json()[0]["id"]
+
+    patched = api.patch(
+        f"personas/{persona_id}/", {"end_of_turn_silence_ms": 800, "voice": "en_US-joe-medium"}
+    )
+    assert patched.status_code == 200
+    assert patched.json()["end_of_turn_silence_ms"] == 800
+
+    assert api.delete(f"personas/{persona_id}/").status_code == 204
+    assert api.get(f"personas/{persona_id}/").status_code == 404
+
+
+@pytest.mark.parametrize(
+    ("payload", "field"),
+    [
+        ({"name": "X", "instructions": "y", "greeting": "hi", "temperature": 9}, "temperature"),
+        (
+            {"name": "X", "instructions": "y", "greeting": "hi", "end_of_turn_silence_ms": 5},
+            "end_of_turn_silence_ms",
+        ),
+        (
+            {"name": "X", "instructions": "y", "greeting": "", "agent_speaks_first": True},
+            "greeting",
+        ),
+        ({"name": "X", "instructions": "y", "greeting": "hi", "voice": "no-such-voice"}, "voice"),
+        ({"name": "X", "instructions": "y", "greeting": "hi", "slug": "assistant"}, "slug"),
+        (
+            {"name": "X", "instructions": "y", "greeting": "hi", "allowed_origins": ["nope"]},
+            "allowed_origins",
+        ),
+        ({"instructions": "y"}, "name"),
+        (
+            {"name": "X", "instructions": "y", "greeting": "hi", "temperature": "warm"},
+            "temperature",
+        ),
+    ],
+)
+def test_invalid_personas_get_json_errors(api: Api, payload: dict[str, Any], field: str) -> None:
+    response = api.post("personas/", payload)
+
+    assert response.status_code == 400
+    error = error_of(response)
+    assert error["code"] == "invalid_request"
+    assert field in error["details"], error
+
+
+def test_malformed_json_is_a_clear_error(api: Api) -> None:
+    response = api.client.post(
+        "/api/v1/personas/", data="{not json", content_type="application/json", headers=api.headers
+    )
+
+    assert response.status_code == 400
+    assert "JSON" in error_of(response)["message"]
+
+
+def test_voices_are_listed(api: Api) -> None:
+    response = api.get("voices/")
+
+    assert response.status_code == 200
+    joe = next(v for v in response.json() if v["id"] == "en_US-joe-medium")
+    assert joe == {
+        "id": "en_US-joe-medium",
+        "name": "Joe",
+        "language": "en_US",
+        "quality": "medium",
+        "sample_rate": 22050,
+    }
+
+
+def test_openapi_schema_is_served(db: None) -> None:
+    response = Client().get("/api/v1/schema/", headers={"Accept": "application/json"})
+
+    assert response.status_code == 200
+    text = response.content.decode()
+    assert "/api/v1/personas/" in text and "/api/v1/voices/" in text and "secretKey" in text
+
+
+def test_unknown_endpoint_is_a_json_404(api: Api) -> None:
+    response = api.get("nothing-here/")
+
+    assert response.status_code == 404
+    assert error_of(response)["code"] == "not_found"
+
+
+def test_key_use_is_recorded(api: Api, tenant_a: Tenant) -> None:
+    api.get("personas/")
+
+    assert SecretKey.objects.get(org=tenant_a.org).last_used_at is not None

@@ -1,0 +1,201 @@
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from tests.conftest import Tenant
+from voiceapp.personas.models import Persona
+from voiceapp.tenants.models import PublishableKey, Role, SecretKey
+from voiceapp.tenants.services import publishable_key_create, secret_key_authenticate
+
+pytestmark = pytest.mark.django_db
+
+
+def persona_form(voice_pk: int, **overrides: str) -> dict[str, str]:
+    data = {
+        "name": "Front desk",
+        "slug": "",
+        "is_active": "on",
+        "instructions": "Book visits.",
+        "greeting": "Hello!",
+        "agent_speaks_first": "on",
+        "voice": str(voice_pk),
+        "language": "en",
+        "llm_backend": "local",
+        "llm_model": "",
+        "temperature": "0.7",
+        "max_reply_tokens": "100",
+        "vad_threshold": "0.5",
+        "end_of_turn_silence_ms": "600",
+        "interruptions_enabled": "on",
+        "idle_timeout_s": "60",
+        "max_call_duration_s": "600",
+        "allowed_origins": "",
+    }
+    return {**data, **overrides}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "dashboard:home",
+        "dashboard:persona_list",
+        "dashboard:persona_create",
+        "dashboard:voice_list",
+        "dashboard:keys",
+        "dashboard:widget",
+        "dashboard:team",
+    ],
+)
+def test_pages_render(tenant_a: Tenant, name: str) -> None:
+    page = tenant_a.client.get(reverse(name))
+
+    assert page.status_code == 200
+    assert b"<main" in page.content and b"Alpha Dental" in page.content
+
+
+def test_persona_create_edit_delete(tenant_a: Tenant) -> None:
+    voice_pk = tenant_a.org.personas.get().voice_id
+    client = tenant_a.client
+
+    created = client.post(reverse("dashboard:persona_create"), persona_form(voice_pk))
+    assert created.status_code == 302
+    persona = Persona.objects.get(org=tenant_a.org, slug="front-desk")
+    assert client.get(reverse("dashboard:persona_list")).content.count(b"front-desk") >= 1
+
+    edited = client.post(
+        reverse("dashboard:persona_edit", args=[persona.pk]),
+        persona_form(
+            voice_pk,
+            slug="front-desk",
+            temperature="1.2",
+            allowed_origins="https://Clinic.test\nhttp://localhost:3000",
+        ),
+    )
+    assert edited.status_code == 302
+    persona.refresh_from_db()
+    assert persona.temperature == 1.2
+    assert persona.allowed_origins == ["https://clinic.test", "http://localhost:3000"]
+
+    deleted = client.post(reverse("dashboard:persona_delete", args=[persona.pk]))
+    assert deleted.status_code == 302
+    assert not Persona.objects.filter(pk=persona.pk).exists()
+
+
+def test_persona_form_shows_validation_errors(tenant_a: Tenant) -> None:
+    voice_pk = tenant_a.org.personas.get().voice_id
+
+    response = tenant_a.client.post(
+        reverse("dashboard:persona_create"),
+        persona_form(
+            voice_pk,
+            temperature="5",
+            end_of_turn_silence_ms="10",
+            slug="assistant",
+            allowed_origins="not-an-origin",
+        ),
+    )
+
+    assert response.status_code == 200
+    for message in [
+        b"Temperature must be between 0 and 2.",
+        b"End-of-turn silence must be between 100 and 3000 ms.",
+        b"is not an origin like https://example.com",
+    ]:
+        assert message in response.content
+    assert Persona.objects.filter(org=tenant_a.org).count() == 1
+
+
+def test_duplicate_slug_is_reported_on_the_field(tenant_a: Tenant) -> None:
+    voice_pk = tenant_a.org.personas.get().voice_id
+
+    response = tenant_a.client.post(
+        reverse("dashboard:persona_create"), persona_form(voice_pk, slug="assistant")
+    )
+
+    assert response.status_code == 200
+    assert b"Another persona of this organization uses this slug." in response.content
+
+
+def test_secret_key_is_shown_once_and_can_be_revoked(tenant_a: Tenant) -> None:
+    client = tenant_a.client
+
+    page = client.post(reverse("dashboard:secret_key_create"), {"name": "backend"})
+
+    raw = re.search(rb"sk_[A-Za-z0-9_-]{40,}", page.content)
+    assert raw is not None
+    raw_key = raw.group().decode()
+    assert secret_key_authenticate(raw=raw_key) is not None
+    assert raw_key.encode() not in client.get(reverse("dashboard:keys")).content
+
+    key = SecretKey.objects.get(org=tenant_a.org, name="backend")
+    client.post(reverse("dashboard:secret_key_revoke", args=[key.pk]))
+    assert secret_key_authenticate(raw=raw_key) is None
+
+
+def test_publishable_key_origins_are_checked(tenant_a: Tenant) -> None:
+    client = tenant_a.client
+
+    bad = client.post(
+        reverse("dashboard:publishable_key_create"), {"name": "site", "allowed_origins": "ftp://x"}
+    )
+    assert bad.status_code == 200
+    assert b"is not an origin" in bad.content
+    good = client.post(
+        reverse("dashboard:publishable_key_create"),
+        {"name": "site", "allowed_origins": "https://www.alpha.test"},
+    )
+    assert good.status_code == 302
+    key = PublishableKey.objects.get(org=tenant_a.org)
+    assert key.allowed_origins == ["https://www.alpha.test"]
+
+
+def test_widget_page_shows_the_snippet(tenant_a: Tenant) -> None:
+    key = publishable_key_create(
+        org=tenant_a.org, name="site", allowed_origins=["https://alpha.test"]
+    )
+
+    page = tenant_a.client.get(reverse("dashboard:widget"))
+
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "/static/widget/v1.js" in html
+    assert f"data-key=&quot;{key.key}&quot;" in html
+    assert "data-persona=&quot;assistant&quot;" in html
+
+
+def test_members_cannot_manage_keys_or_invite(tenant_a: Tenant, member_of) -> None:  # type: ignore[no-untyped-def]
+    _, client = member_of(tenant_a.org, Role.MEMBER)
+
+    assert client.get(reverse("dashboard:keys")).status_code == 403
+    assert client.post(reverse("dashboard:secret_key_create"), {"name": "x"}).status_code == 403
+    assert (
+        client.post(
+            reverse("dashboard:invitation_create"), {"email": "a@b.test", "role": "member"}
+        ).status_code
+        == 403
+    )
+    assert client.get(reverse("dashboard:team")).status_code == 200
+    assert client.get(reverse("dashboard:persona_list")).status_code == 200
+
+
+def test_invite_from_the_team_page(tenant_a: Tenant, django_capture_on_commit_callbacks) -> None:  # type: ignore[no-untyped-def]
+    with django_capture_on_commit_callbacks(execute=True):
+        response = tenant_a.client.post(
+            reverse("dashboard:invitation_create"),
+            {"email": "colleague@alpha.test", "role": "admin"},
+        )
+
+    assert response.status_code == 302
+    from django.core import mail
+
+    assert mail.outbox[0].to == ["colleague@alpha.test"]
+    assert b"colleague@alpha.test" in tenant_a.client.get(reverse("dashboard:team")).content
+
+
+def test_anonymous_client_gets_no_voice_preview(client: Client) -> None:
+    response = client.post(reverse("dashboard:voice_preview", args=[1]))
+    assert response.status_code == 302

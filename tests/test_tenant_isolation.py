@@ -1,0 +1,211 @@
+"""The cross-tenant matrix: as a member of org A, every dashboard page and API
+endpoint is tried against org B's objects. Each must answer 404 (or 403), leak
+none of B's data, and change nothing of B's."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+from django.test import Client
+from django.urls import URLPattern, reverse
+
+from tests.conftest import Tenant
+from voiceapp.dashboard import urls as dashboard_urls
+from voiceapp.personas.models import Persona
+from voiceapp.personas.services import persona_create
+from voiceapp.tenants.models import Invitation, Membership, PublishableKey, Role, SecretKey
+from voiceapp.tenants.services import (
+    invitation_create,
+    publishable_key_create,
+    secret_key_create,
+)
+
+pytestmark = pytest.mark.django_db
+
+B_SECRET_MARK = "Bravo-Confidential-Instructions"
+
+
+@dataclass
+class OrgB:
+    persona: Persona
+    secret_key: SecretKey
+    raw_secret: str
+    publishable_key: PublishableKey
+    invitation: Invitation
+    membership: Membership
+
+    def snapshot(self) -> list[object]:
+        """Everything of B's that a successful attack would change."""
+        persona = Persona.objects.filter(pk=self.persona.pk).values().first()
+        return [
+            persona,
+            SecretKey.objects.filter(pk=self.secret_key.pk).values("revoked_at", "name").first(),
+            PublishableKey.objects.filter(pk=self.publishable_key.pk).values("revoked_at").first(),
+            Invitation.objects.filter(pk=self.invitation.pk).values("revoked_at").first(),
+            Membership.objects.filter(pk=self.membership.pk).values("role").first(),
+        ]
+
+
+@pytest.fixture
+def org_b(tenant_b: Tenant, django_capture_on_commit_callbacks) -> OrgB:  # type: ignore[no-untyped-def]
+    persona = persona_create(
+        org=tenant_b.org,
+        name="Bravo Closer",
+        slug="bravo-closer",
+        instructions=B_SECRET_MARK,
+        greeting="Welcome to Bravo",
+    )
+    key, raw = secret_key_create(org=tenant_b.org, name="bravo-backend")
+    pk_key = publishable_key_create(
+        org=tenant_b.org, name="bravo-site", allowed_origins=["https://bravo.test"]
+    )
+    with django_capture_on_commit_callbacks(execute=True):
+        invitation, _ = invitation_create(
+            org=tenant_b.org, email="hire@bravo.test", role=Role.MEMBER, invited_by=tenant_b.owner
+        )
+    return OrgB(
+        persona,
+        key,
+        raw,
+        pk_key,
+        invitation,
+        Membership.objects.get(org=tenant_b.org, user=tenant_b.owner),
+    )
+
+
+# URL name -> the object of B's to aim it at. Names left out must be listed in
+# NOT_TENANT_OWNED with the reason, so a new URL cannot slip past this test.
+TARGETS: dict[str, Callable[[OrgB], int]] = {
+    "persona_edit": lambda b: b.persona.pk,
+    "persona_delete": lambda b: b.persona.pk,
+    "secret_key_revoke": lambda b: b.secret_key.pk,
+    "publishable_key_revoke": lambda b: b.publishable_key.pk,
+    "invitation_revoke": lambda b: b.invitation.pk,
+    "membership_remove": lambda b: b.membership.pk,
+}
+NOT_TENANT_OWNED = {
+    "voice_preview": "voices are the server's shared catalogue",
+    "voice_preview_audio": "voices are the server's shared catalogue",
+    "invitation_accept": "addressed by a secret token, and bound to the invitee's email",
+}
+
+
+def _dashboard_patterns() -> list[URLPattern]:
+    return [p for p in dashboard_urls.urlpatterns if isinstance(p, URLPattern)]
+
+
+def _leaks(content: bytes, b: OrgB) -> list[str]:
+    text = content.decode(errors="replace")
+    marks = [
+        B_SECRET_MARK,
+        "Bravo Closer",
+        "bravo-closer",
+        "bravo-backend",
+        b.secret_key.prefix,
+        b.publishable_key.key,
+        "hire@bravo.test",
+        "Bravo Realty",
+        b.raw_secret,
+    ]
+    return [m for m in marks if m in text]
+
+
+def test_every_dashboard_url_with_an_id_is_in_the_matrix() -> None:
+    with_args = {p.name for p in _dashboard_patterns() if p.pattern.converters}
+    assert with_args == set(TARGETS) | set(NOT_TENANT_OWNED)
+
+
+@pytest.mark.parametrize("name", sorted(TARGETS))
+@pytest.mark.parametrize("method", ["get", "post"])
+def test_dashboard_urls_refuse_other_orgs_objects(
+    tenant_a: Tenant, org_b: OrgB, name: str, method: str
+) -> None:
+    before = org_b.snapshot()
+    url = reverse(f"dashboard:{name}", args=[TARGETS[name](org_b)])
+
+    response = getattr(tenant_a.client, method)(url)
+
+    assert response.status_code in (403, 404, 405), (url, response.status_code)
+    if response.status_code == 405:
+        assert method == "get"  # POST-only actions refuse GET before looking anything up
+    assert _leaks(response.content, org_b) == []
+    assert org_b.snapshot() == before
+
+
+@pytest.mark.parametrize(
+    "name", [p.name for p in _dashboard_patterns() if not p.pattern.converters]
+)
+def test_dashboard_pages_show_nothing_of_other_orgs(
+    tenant_a: Tenant, org_b: OrgB, name: str
+) -> None:
+    response = tenant_a.client.get(reverse(f"dashboard:{name}"))
+
+    assert response.status_code in (200, 302, 405)
+    assert _leaks(response.content, org_b) == []
+
+
+def test_widget_page_ignores_other_orgs_ids(tenant_a: Tenant, org_b: OrgB) -> None:
+    response = tenant_a.client.get(
+        reverse("dashboard:widget"), {"persona": org_b.persona.pk, "key": org_b.publishable_key.pk}
+    )
+
+    assert response.status_code == 200
+    assert _leaks(response.content, org_b) == []
+
+
+@pytest.mark.parametrize("method", ["get", "put", "patch", "delete"])
+def test_api_refuses_other_orgs_personas(secret_key_a: str, org_b: OrgB, method: str) -> None:
+    before = org_b.snapshot()
+    client = Client()
+
+    response = getattr(client, method)(
+        f"/api/v1/personas/{org_b.persona.pk}/",
+        data={"name": "pwned", "instructions": "x", "greeting": "x"},
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {secret_key_a}"},
+    )
+
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "not_found"
+    assert _leaks(response.content, org_b) == []
+    assert org_b.snapshot() == before
+
+
+def test_api_lists_only_own_personas(secret_key_a: str, org_b: OrgB) -> None:
+    response = Client().get(
+        "/api/v1/personas/", headers={"Authorization": f"Bearer {secret_key_a}"}
+    )
+
+    assert response.status_code == 200
+    assert _leaks(response.content, org_b) == []
+
+
+def test_api_cannot_create_into_another_org(
+    secret_key_a: str, tenant_a: Tenant, org_b: OrgB
+) -> None:
+    response = Client().post(
+        "/api/v1/personas/",
+        data={
+            "name": "Smuggled",
+            "instructions": "x",
+            "greeting": "x",
+            "org": org_b.persona.org_id,
+        },
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {secret_key_a}"},
+    )
+
+    assert response.status_code == 201
+    assert Persona.objects.get(pk=response.json()["id"]).org == tenant_a.org
+
+
+def test_org_b_key_sees_org_b_only(tenant_a: Tenant, org_b: OrgB) -> None:
+    response = Client().get(
+        "/api/v1/personas/", headers={"Authorization": f"Bearer {org_b.raw_secret}"}
+    )
+
+    slugs = {p["slug"] for p in response.json()}
+    assert slugs == {"assistant", "bravo-closer"}
+    assert not Persona.objects.filter(org=tenant_a.org, slug="bravo-closer").exists()

@@ -143,6 +143,7 @@ ACCOUNT_EMAIL_VERIFICATION = env.str("ACCOUNT_EMAIL_VERIFICATION", default="opti
 ACCOUNT_UNIQUE_EMAIL = True
 ACCOUNT_FORMS = {"signup": "voiceapp.dashboard.forms.SignupForm"}
 ACCOUNT_ADAPTER = "voiceapp.tenants.adapters.AccountAdapter"
+SIGNUP_OPEN = env.bool("SIGNUP_OPEN", default=True)
 LOGIN_REDIRECT_URL = "dashboard:home"
 LOGIN_URL = "account_login"
 ACCOUNT_LOGOUT_REDIRECT_URL = "landing"

@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "voiceapp.tenants",
     "voiceapp.personas",
     "voiceapp.dashboard",
+    "voiceapp.inference",
     "sessions.apps.CallsConfig",
     "billing",
 ]
@@ -96,6 +97,9 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATA_DIR.mkdir(parents=True, exist_ok=True)
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DB_CONN_MAX_AGE", default=0)
+# Separate test databases let several test runs share one Postgres server.
+if env.str("TEST_DATABASE_NAME", default=""):
+    DATABASES["default"]["TEST"] = {"NAME": env.str("TEST_DATABASE_NAME")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default="")
@@ -103,7 +107,14 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "capacity": 1000, "expiry": 30},
+            "CONFIG": {
+                # redis-py 8 reads with a 5 s socket timeout, the same as channels_redis's
+                # blocking pop: idle receivers would fail with TimeoutError. Give them slack.
+                "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
+                "capacity": 1000,
+                "expiry": 30,
+                "prefix": env.str("CHANNELS_PREFIX", default="asgi"),
+            },
         }
     }
     CACHES = {
@@ -205,6 +216,27 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 
+# --- Calls -------------------------------------------------------------------
+ORG_MAX_CONCURRENT_CALLS = env.int("ORG_MAX_CONCURRENT_CALLS", default=5)
+REALTIME_MAX_MESSAGE_BYTES = env.int("REALTIME_MAX_MESSAGE_BYTES", default=1024 * 1024)
+CLIENT_SECRET_TTL_S = env.int("CLIENT_SECRET_TTL_S", default=120)
+CLIENT_SECRET_MAX_TTL_S = env.int("CLIENT_SECRET_MAX_TTL_S", default=7200)
+SESSION_START_RATE_LIMIT_PER_MIN = env.int("SESSION_START_RATE_LIMIT_PER_MIN", default=30)
+CALL_RESUME_WINDOW_S = env.int("CALL_RESUME_WINDOW_S", default=15)
+# A call whose process has not reported for this long is closed by Celery beat.
+CALL_STALE_AFTER_S = env.int("CALL_STALE_AFTER_S", default=90)
+WEBRTC_STUN_URLS = env.list("WEBRTC_STUN_URLS", default=[])
+TURN_URLS = env.list("TURN_URLS", default=[])
+TURN_SECRET = env.str("TURN_SECRET", default="")
+TURN_CREDENTIAL_TTL_S = env.int("TURN_CREDENTIAL_TTL_S", default=3600)
+# A WebRTC peer that has not connected this long after its offer is closed.
+WEBRTC_CONNECT_TIMEOUT_S = env.float("WEBRTC_CONNECT_TIMEOUT_S", default=15.0)
+# Tests keep media on loopback: ICE gathers 127.0.0.1 only.
+WEBRTC_LOOPBACK_ONLY = env.bool("WEBRTC_LOOPBACK_ONLY", default=False)
+CELERY_BEAT_SCHEDULE = {
+    "reconcile-open-calls": {"task": "calls.reconcile_open_calls", "schedule": 60.0},
+}
+
 # --- Models and inference --------------------------------------------------
 # Paths default to the model packages installed from the package index; an
 # empty value means "use the packaged default".
@@ -217,13 +249,20 @@ ASR_MODEL_PATH = env.str("ASR_MODEL_PATH", default="")
 ASR_COMPUTE_TYPE = env.str("ASR_COMPUTE_TYPE", default="int8")
 ASR_THREADS = env.int("ASR_THREADS", default=2)
 LLM_MODEL_PATH = env.str("LLM_MODEL_PATH", default="")
-LLM_THREADS = env.int("LLM_THREADS", default=2)
+# Token generation on one core leaves the other to TTS of the first clause
+# (measured: 1 thread generates SmolLM2 as fast as 2); prompts use both.
+LLM_THREADS = env.int("LLM_THREADS", default=1)
+LLM_BATCH_THREADS = env.int("LLM_BATCH_THREADS", default=2)
 LLM_CONTEXT_TOKENS = env.int("LLM_CONTEXT_TOKENS", default=2048)
 LLM_HTTP_BASE_URL = env.str("LLM_HTTP_BASE_URL", default="")
 LLM_HTTP_API_KEY = env.str("LLM_HTTP_API_KEY", default="")
 TTS_THREADS = env.int("TTS_THREADS", default=1)
 INFERENCE_EMBEDDED = env.bool("INFERENCE_EMBEDDED", default=not REDIS_URL)
 INFERENCE_REQUEST_TIMEOUT_S = env.float("INFERENCE_REQUEST_TIMEOUT_S", default=10.0)
+# A request no worker takes within this long fails (or fails over once).
+INFERENCE_ACCEPT_TIMEOUT_S = env.float("INFERENCE_ACCEPT_TIMEOUT_S", default=3.0)
+# A worker that sends nothing (not even a heartbeat) for this long is presumed dead.
+INFERENCE_LIVENESS_TIMEOUT_S = env.float("INFERENCE_LIVENESS_TIMEOUT_S", default=1.0)
 
 LOGGING = {
     "version": 1,
@@ -231,5 +270,8 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        "aioice": {"level": "WARNING"},  # at INFO it logs every ICE check of every call
+    },
 }

@@ -1,0 +1,3 @@
+from bench.latency import main
+
+main()

@@ -1,0 +1,58 @@
+import numpy as np
+import pytest
+
+from voiceapp.engine.asr import collapse_repeats, hallucination_reason
+from voiceapp.engine.inference import LocalInference
+
+from .conftest import Clip, words
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("capital", {"capital", "france"}),
+        ("weather", {"weather", "london"}),
+        ("long", {"table", "four", "vegetarian"}),
+    ],
+)
+def test_spoken_question_is_transcribed(
+    models: LocalInference, clips: dict[str, Clip], name: str, expected: set[str]
+) -> None:
+    # given a question spoken by Piper or espeak-ng
+    # when transcribed
+    result = models.asr.transcribe(clips[name].at(16000), "en")
+    # then the key words are there
+    assert expected <= words(result.text), result
+    assert result.rejected is None
+
+
+@pytest.mark.parametrize("name", ["silence", "noise", "music", "clicks"])
+def test_non_speech_gives_no_text(
+    models: LocalInference, clips: dict[str, Clip], name: str
+) -> None:
+    # Whisper invents text on silence and noise; the filters must drop it.
+    result = models.asr.transcribe(clips[name].at(16000), "en")
+    assert result.text == "", result
+
+
+def test_too_short_audio_is_rejected_without_decoding(models: LocalInference) -> None:
+    result = models.asr.transcribe(np.zeros(800, np.float32), "en")
+    assert result.text == "" and result.rejected == "too_short"
+
+
+def test_hallucination_filter() -> None:
+    assert hallucination_reason("Thank you.", 0.5, -0.6) == "hallucination"
+    assert hallucination_reason("Thank you.", 0.05, -0.2) is None  # a real "thank you"
+    assert hallucination_reason("...", 0.1, -0.1) == "empty"
+    assert hallucination_reason("the the the the the the the the", 0.1, -0.3) == "repetition"
+    assert hallucination_reason("Book a table for two.", 0.9, -1.2) is not None
+    assert hallucination_reason("Book a table for two.", 0.1, -0.3) is None
+
+
+def test_collapse_repeats() -> None:
+    assert collapse_repeats("Hi there? Hi there? Hi there?") == "Hi there?"
+    assert collapse_repeats("Yes. No. Yes.") == "Yes. No. Yes."
+    assert collapse_repeats("What is the capital of France? What is the") == (
+        "What is the capital of France?"
+    )
+    assert collapse_repeats("It is late. What is the time") == "It is late. What is the time"

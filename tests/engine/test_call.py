@@ -1,0 +1,223 @@
+"""The call loop end to end with the real models, on real audio."""
+
+import asyncio
+import time
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from voiceapp.engine.audio import AudioFormatError, float_to_pcm16, pcm16_to_float, resample
+from voiceapp.engine.call import VoiceCall
+from voiceapp.engine.frames import (
+    Frame,
+    Interruption,
+    LLMToken,
+    ResponseDone,
+    ResponseStarted,
+    SpeechStarted,
+    SpeechStopped,
+    TranscriptFinal,
+    TranscriptPartial,
+    TTSAudio,
+)
+from voiceapp.engine.inference import LocalInference
+from voiceapp.engine.llm import LlamaLLM
+from voiceapp.engine.turns import TurnSettings
+
+from .conftest import Clip, collect_until, feed, silence, wait_until, words
+
+MakeCall = Callable[..., VoiceCall]
+
+
+def done(frame: Frame) -> bool:
+    return isinstance(frame, ResponseDone)
+
+
+def of(frames: list[Frame], kind: type) -> list:
+    return [f for f in frames if isinstance(f, kind)]
+
+
+async def ask(call: VoiceCall, clip: Clip, *, realtime: bool = False, rate: int = 24000) -> list:
+    """Say `clip` followed by silence; return the frames up to the response's end."""
+    audio = np.concatenate([silence(0.3).at(rate), clip.at(rate), silence(1.5).at(rate)])
+    feeder = asyncio.create_task(feed(call, audio, rate, realtime=realtime))
+    try:
+        return await collect_until(call, done, timeout_s=40)
+    finally:
+        await feeder
+
+
+async def test_spoken_question_is_answered_with_speech(
+    new_call: MakeCall, models: LocalInference, clips: dict[str, Clip]
+) -> None:
+    # given a call and a question spoken at 24 kHz, as the realtime transport sends it
+    call = new_call()
+    # when the question is spoken
+    frames = await ask(call, clips["capital"])
+    # then the turn is detected, transcribed and answered
+    kinds = [type(f) for f in frames]
+    assert kinds.index(SpeechStarted) < kinds.index(SpeechStopped) < kinds.index(TranscriptFinal)
+    assert kinds.index(TranscriptFinal) < kinds.index(ResponseStarted) < kinds.index(TTSAudio)
+    transcript = of(frames, TranscriptFinal)[0].text
+    assert {"capital", "france"} <= words(transcript)
+    reply = of(frames, ResponseDone)[0]
+    assert reply.status == "completed" and reply.text
+    # and the reply audio is speech: ASR hears the reply's words in it
+    audio = np.concatenate([pcm16_to_float(f.pcm) for f in of(frames, TTSAudio)])
+    assert all(f.sample_rate == 24000 for f in of(frames, TTSAudio))
+    heard = models.asr.transcribe(resample(audio, 24000, 16000), "en")
+    assert len(words(heard.text) & words(reply.text)) >= max(1, len(words(reply.text)) // 2)
+    # and the history holds the turn; the spans are filled in
+    assert call.history == [
+        {"role": "user", "content": transcript},
+        {"role": "assistant", "content": reply.text},
+    ]
+    for span in ("v2v_ms", "asr_ms", "llm_first_token_ms", "first_clause_ms", "tts_first_audio_ms"):
+        assert reply.latency[span] is not None and reply.latency[span] >= 0, span
+
+
+async def test_second_voice_stereo_48k_question(new_call: MakeCall, clips: dict[str, Clip]) -> None:
+    # given an espeak-ng question as 48 kHz stereo PCM16 (WebRTC-like input)
+    call = new_call()
+    mono = np.concatenate(
+        [silence(0.3).at(48000), clips["weather"].at(48000), silence(1.5).at(48000)]
+    )
+    pcm = float_to_pcm16(np.stack([mono, mono], axis=1).reshape(-1))
+
+    # when pushed in 20 ms frames
+    async def push() -> None:
+        step = 48000 // 50 * 4  # 20 ms of 2-channel int16
+        for i in range(0, len(pcm), step):
+            call.push_audio(pcm[i : i + step], 48000, channels=2)
+            await asyncio.sleep(0)
+
+    feeder = asyncio.create_task(push())
+    frames = await collect_until(call, done, timeout_s=40)
+    await feeder
+    # then it is understood
+    assert {"weather", "london"} <= words(of(frames, TranscriptFinal)[0].text)
+
+
+async def test_partial_transcripts_while_speaking(
+    new_call: MakeCall, clips: dict[str, Clip]
+) -> None:
+    # given a long question spoken in real time
+    call = new_call(partial_interval_ms=300)
+    frames = await ask(call, clips["long"], realtime=True)
+    # then partial transcripts arrived before the final one, growing with the speech
+    partials = of(frames, TranscriptPartial)
+    assert len(partials) >= 3
+    kinds = [type(f) for f in frames]
+    assert kinds.index(TranscriptPartial) < kinds.index(TranscriptFinal)
+    assert {"table"} <= words(" ".join(p.text for p in partials))
+
+
+async def test_speculative_response_is_cancelled_when_the_user_resumes(
+    new_call: MakeCall, clips: dict[str, Clip]
+) -> None:
+    # given a question with a 600 ms pause mid-sentence ("What is the capital ... of Germany?")
+    call = new_call(
+        turns=TurnSettings(end_of_turn_ms=900, complete_end_of_turn_ms=900, pause_ms=96)
+    )
+    # when it is spoken in real time
+    frames = await ask(call, clips["paused"], realtime=True)
+    # then a speculative answer was started in the pause and cancelled on resume
+    assert call.stats["speculative_started"] >= 2
+    assert call.stats["speculative_cancelled"] >= 1
+    # and only the full question was answered, once
+    finals = of(frames, TranscriptFinal)
+    assert len(finals) == 1 and {"capital", "germany"} <= words(finals[0].text)
+    assert len(of(frames, ResponseStarted)) == 1
+    assert len({f.response_id for f in of(frames, TTSAudio)}) == 1
+
+
+@pytest.mark.parametrize("name", ["silence", "noise", "pink", "music", "clicks"])
+async def test_non_speech_produces_no_turn(
+    new_call: MakeCall, clips: dict[str, Clip], name: str
+) -> None:
+    # given a call hearing only noise, music, clicks or silence
+    call = new_call()
+    await feed(call, clips[name].at(24000), 24000, realtime=False)
+    await asyncio.sleep(0.5)
+    # then nothing happens: no speech, no transcript, no response
+    frames = []
+    while (frame := await call.next_frame(0.2)) is not None:
+        frames.append(frame)
+    assert frames == []
+
+
+async def test_barge_in_stops_the_reply_and_truncates_history(
+    new_call: MakeCall, models: LocalInference, clips: dict[str, Clip]
+) -> None:
+    # given a long reply being played at real-time pace
+    call = new_call(playback_lead_ms=200, barge_in_min_ms=250)
+    rate = 24000
+    lead = np.concatenate([silence(0.3).at(rate), clips["story"].at(rate), silence(1.0).at(rate)])
+    feeder = asyncio.create_task(feed(call, lead, rate, realtime=True))
+    frames = await collect_until(call, lambda f: isinstance(f, TTSAudio), timeout_s=30)
+    await feeder
+    response_id = frames[-1].response_id
+    await feed(call, silence(0.6).at(rate), rate, realtime=True)  # let some audio play
+    # when the user talks over it
+    barge = asyncio.create_task(feed(call, clips["weather"].at(rate), rate, realtime=True))
+    after = await collect_until(call, lambda f: isinstance(f, Interruption), timeout_s=10)
+    detected = time.monotonic()
+    interruption = after[-1]
+    # then the reply is interrupted: no more of its audio, and the model is free within 200 ms
+    assert isinstance(interruption, Interruption) and interruption.response_id == response_id
+    assert isinstance(models.llm, LlamaLLM)
+    assert await wait_until(lambda: models.llm.busy() == 0, 0.2)  # type: ignore[attr-defined]
+    assert time.monotonic() - detected < 0.25
+    await barge
+    later = []
+    while (frame := await call.next_frame(0.5)) is not None:
+        later.append(frame)
+        if isinstance(frame, ResponseDone) and frame.response_id != response_id:
+            break
+    assert not [f for f in later if isinstance(f, TTSAudio) and f.response_id == response_id]
+    cancelled = [f for f in later if isinstance(f, ResponseDone) and f.response_id == response_id]
+    assert cancelled and cancelled[0].status == "cancelled"
+    # and the history keeps only what was heard, a prefix of what was planned
+    assistant = [m["content"] for m in call.history if m["role"] == "assistant"]
+    planned = "".join(f.text for f in [*frames, *after] if isinstance(f, LLMToken))
+    assert assistant and assistant[0] == interruption.heard_text
+    assert len(assistant[0]) < len(planned.strip())
+    assert interruption.audio_played_ms > 0
+
+
+async def test_bad_audio_is_an_error_or_handled(new_call: MakeCall, clips: dict[str, Clip]) -> None:
+    call = new_call()
+    # NaN, odd bytes, impossible rates: clear errors, and the call goes on
+    with pytest.raises(AudioFormatError):
+        call.push_samples(np.array([np.nan] * 480, dtype=np.float32), 24000)
+    with pytest.raises(AudioFormatError):
+        call.push_audio(b"\x00" * 481, 24000)
+    with pytest.raises(AudioFormatError):
+        call.push_audio(b"\x00" * 480, 0)
+    # empty input is a no-op
+    call.push_audio(b"", 24000)
+    # a loud, clipped question at 16 kHz is still understood
+    clipped = np.clip(clips["capital"].at(16000) * 8.0, -1.0, 1.0)
+    frames = await ask(call, Clip(clipped, 16000))
+    assert {"capital", "france"} <= words(of(frames, TranscriptFinal)[0].text)
+
+
+async def test_history_is_trimmed_in_steps_that_keep_the_prompt_prefix(
+    new_call: MakeCall,
+) -> None:
+    # given a call with a small history budget and a long conversation
+    call = new_call(history_budget_chars=400)
+    for n in range(20):
+        call.add_message("user", f"Question number {n} about the opening hours?")
+        call.add_message("assistant", f"Answer number {n}: we open at nine every day.")
+    # when the prompt is built on consecutive turns
+    first = call._messages("next?")
+    call.add_message("user", "One more question about parking?")
+    call.add_message("assistant", "There is parking behind the shop.")
+    second = call._messages("next?")
+    # then it fits the budget, starts with a user turn, and the second turn's prompt
+    # extends the first one's history (same prefix) instead of sliding by one turn
+    assert sum(len(m["content"]) for m in first[1:-1]) <= 400
+    assert first[1]["role"] == "user"
+    assert second[: len(first) - 1] == first[:-1]

@@ -1,0 +1,160 @@
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import replace
+
+import pytest
+from llama_cpp import Llama
+
+from voiceapp.engine.inference import LocalInference
+from voiceapp.engine.llm import (
+    HttpLLM,
+    HttpLLMSettings,
+    LlamaLLM,
+    LLMError,
+    LLMOptions,
+    default_llm_model_path,
+)
+
+SERVER_CMD = (sys.executable, "-m", "llama_cpp.server", "--host", "127.0.0.1", "--n_threads", "1")
+SYSTEM = {"role": "system", "content": "You are a helpful assistant. Answer briefly."}
+
+
+@pytest.fixture(scope="module")
+def llm(models: LocalInference) -> LlamaLLM:
+    assert isinstance(models.llm, LlamaLLM)
+    return models.llm
+
+
+def test_reply_streams_tokens_and_answers(llm: LlamaLLM) -> None:
+    messages = [SYSTEM, {"role": "user", "content": "What is the capital of France?"}]
+    deltas = list(
+        llm.stream(messages, LLMOptions(max_tokens=30, temperature=0.0), threading.Event())
+    )
+    assert len(deltas) > 2
+    assert "paris" in "".join(deltas).lower()
+
+
+def test_token_budget_caps_the_reply(llm: LlamaLLM) -> None:
+    messages = [SYSTEM, {"role": "user", "content": "Write a very long essay about the sea."}]
+    reply = "".join(llm.stream(messages, LLMOptions(max_tokens=12), threading.Event()))
+    assert llm.count_tokens(reply) <= 13
+
+
+def test_cancel_stops_within_one_token(llm: LlamaLLM) -> None:
+    # given a long reply in progress
+    messages = [SYSTEM, {"role": "user", "content": "Count from one to one hundred."}]
+    cancel = threading.Event()
+    seen = []
+    # when cancel is set after the third token
+    for delta in llm.stream(messages, LLMOptions(max_tokens=200), cancel):
+        seen.append(delta)
+        if len(seen) == 3:
+            cancel.set()
+    # then no further token is produced and the model is free at once
+    assert len(seen) == 3
+    assert llm.busy() == 0
+
+
+def test_next_turn_of_a_call_reuses_its_cached_prompt(llm: LlamaLLM) -> None:
+    # given a finished first turn of call "ada", then another call's turn in between
+    history = [SYSTEM, {"role": "user", "content": "My name is Ada. Say hello."}]
+    ada = LLMOptions(max_tokens=16, temperature=0.0, session="ada")
+    reply = "".join(llm.stream(history, ada, threading.Event()))
+    context = next(c for c in llm._contexts if c.session == "ada")
+    cached = list(context.llama._input_ids)
+    other = [SYSTEM, {"role": "user", "content": "Tell me about trains."}]
+    "".join(llm.stream(other, LLMOptions(max_tokens=8, session="bob"), threading.Event()))
+    # when ada's second turn runs
+    history += [{"role": "assistant", "content": reply}, {"role": "user", "content": "Thanks!"}]
+    first = "".join(llm.stream(history, replace(ada, max_tokens=1), threading.Event()))
+    # then it ran on ada's context, where most of its prompt was already evaluated
+    assert context.session == "ada"
+    new_prompt = list(context.llama._input_ids)
+    shared = Llama.longest_token_prefix(cached, new_prompt)
+    assert first
+    assert shared >= 0.7 * (len(new_prompt) - 4), (shared, len(new_prompt))
+
+
+def test_two_replies_generate_at_once(llm: LlamaLLM) -> None:
+    # given two calls asking at the same moment
+    results: dict[str, str] = {}
+
+    def ask(session: str) -> None:
+        messages = [SYSTEM, {"role": "user", "content": "Name a colour."}]
+        options = LLMOptions(max_tokens=8, temperature=0.0, session=session)
+        results[session] = "".join(llm.stream(messages, options, threading.Event()))
+
+    threads = [threading.Thread(target=ask, args=(s,)) for s in ("a", "b")]
+    for t in threads:
+        t.start()
+    # then both are answered, each on its own context
+    for t in threads:
+        t.join(timeout=30)
+    assert llm.slots == 2
+    assert results["a"] and results["b"]
+    assert {c.session for c in llm._contexts} >= {"a", "b"}
+
+
+@pytest.fixture(scope="module")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real OpenAI-compatible server: llama-cpp-python's, on a free local port."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    log = tmp_path_factory.mktemp("llama-server") / "server.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [*SERVER_CMD, "--model", default_llm_model_path(), "--port", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+    base = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/models", timeout=1).read()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise AssertionError(log.read_text(errors="replace")) from None
+                time.sleep(0.2)
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_http_backend_streams_from_an_openai_compatible_server(llama_server: str) -> None:
+    # given the HTTP backend pointed at a llama.cpp server
+    llm = HttpLLM(HttpLLMSettings(base_url=llama_server, api_key="unused"))
+    messages = [SYSTEM, {"role": "user", "content": "What is the capital of France?"}]
+    # when a reply is streamed
+    deltas = list(
+        llm.stream(messages, LLMOptions(max_tokens=24, temperature=0.0), threading.Event())
+    )
+    # then it arrives in several deltas and answers
+    assert len(deltas) > 2
+    assert "paris" in "".join(deltas).lower()
+
+
+def test_http_backend_stops_on_cancel(llama_server: str) -> None:
+    llm = HttpLLM(HttpLLMSettings(base_url=llama_server))
+    cancel = threading.Event()
+    seen = []
+    messages = [{"role": "user", "content": "Write a long story about a ship."}]
+    for delta in llm.stream(messages, LLMOptions(max_tokens=200), cancel):
+        seen.append(delta)
+        cancel.set()
+    assert len(seen) == 1
+
+
+def test_http_backend_reports_an_unreachable_endpoint() -> None:
+    llm = HttpLLM(HttpLLMSettings(base_url="http://127.0.0.1:9/v1", timeout_s=2))
+    with pytest.raises(LLMError, match="failed"):
+        list(llm.stream([SYSTEM], LLMOptions(), threading.Event()))

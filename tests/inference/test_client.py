@@ -1,0 +1,74 @@
+"""The client's bounds: no worker, a dead worker, a hung worker."""
+
+import asyncio
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+
+import pytest
+
+from tests.engine.conftest import Clip, words
+from voiceapp.engine.inference import InferenceError, collect
+from voiceapp.engine.models import default_voice
+from voiceapp.inference.client import ChannelsInference
+from voiceapp.inference.worker import InferenceWorker
+
+StartProcess = Callable[[], subprocess.Popen[bytes]]
+LONG_TEXT = " ".join(f"Here is sentence number {n} of a long reading." for n in range(30))
+
+
+async def test_no_worker_fails_within_the_accept_bound(client: ChannelsInference) -> None:
+    # given no worker on the layer (accept timeout 1 s, one retry)
+    started = time.monotonic()
+    # when a request is made
+    with pytest.raises(InferenceError) as error:
+        await collect(client.synthesize("Hello.", default_voice()))
+    # then it fails with a clear code after the bound, not never
+    assert error.value.code == "no_worker"
+    assert 1.9 <= time.monotonic() - started < 3.0
+
+
+async def test_killed_worker_fails_the_request_within_the_liveness_bound(
+    worker_process: StartProcess, client: ChannelsInference
+) -> None:
+    # given a worker process streaming a long reading
+    proc = worker_process()
+    stream = client.synthesize(LONG_TEXT, default_voice())
+    await stream.__anext__()
+    # when the process is killed mid-request
+    proc.kill()
+    killed = time.monotonic()
+    # then the caller gets a clear error within the liveness bound (0.6 s) plus slack
+    with pytest.raises(InferenceError) as error:
+        await collect(stream)
+    assert error.value.code == "worker_lost"
+    assert time.monotonic() - killed < 1.5
+
+
+async def test_hung_worker_fails_over_to_a_healthy_one(
+    worker_process: StartProcess,
+    client: ChannelsInference,
+    start_worker: Callable[..., object],
+    clips: dict[str, Clip],
+) -> None:
+    # given a worker process that hangs (SIGSTOP) while it waits for requests
+    proc = worker_process()
+    await asyncio.sleep(0.2)
+    os.kill(proc.pid, signal.SIGSTOP)
+    try:
+        # when a request is sent (the hung worker's blocked read takes it), then a healthy
+        # worker starts
+        started = time.monotonic()
+        request = asyncio.create_task(client.transcribe(clips["capital"].at(16000), "en"))
+        await asyncio.sleep(0.3)
+        healthy = await start_worker()
+        transcript = await request
+        elapsed = time.monotonic() - started
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+    # then the request was retried after the accept bound and served by the healthy worker
+    assert {"capital", "france"} <= words(transcript.text)
+    assert isinstance(healthy, InferenceWorker) and healthy.served["asr"] == 1
+    assert 0.9 <= elapsed < 3.0

@@ -1,0 +1,86 @@
+"""Workers serving ASR, LLM and TTS over a real Redis channel layer."""
+
+import asyncio
+from collections.abc import Callable
+
+import numpy as np
+
+from tests.engine.conftest import Clip, wait_until, words
+from voiceapp.engine.audio import resample
+from voiceapp.engine.inference import LocalInference, collect
+from voiceapp.engine.llm import LlamaLLM, LLMOptions
+from voiceapp.engine.models import default_voice
+from voiceapp.inference.client import ChannelsInference
+from voiceapp.inference.worker import InferenceWorker
+
+StartWorker = Callable[..., InferenceWorker]
+QUESTION = [{"role": "user", "content": "What is the capital of France? Answer in one sentence."}]
+
+
+async def test_asr_request_is_transcribed_by_a_worker(
+    start_worker: StartWorker, client: ChannelsInference, clips: dict[str, Clip]
+) -> None:
+    # given a worker on the layer
+    worker = await start_worker()
+    # when a spoken question is sent for transcription
+    transcript = await client.transcribe(clips["capital"].at(16000), "en")
+    # then the worker answers with its words
+    assert {"capital", "france"} <= words(transcript.text)
+    assert worker.served["asr"] == 1
+
+
+async def test_llm_tokens_stream_back_with_queue_time(
+    start_worker: StartWorker, client: ChannelsInference
+) -> None:
+    await start_worker()
+    stream = client.generate(QUESTION, LLMOptions(max_tokens=24, temperature=0.0))
+    tokens = await collect(stream)
+    assert len(tokens) > 2
+    assert "paris" in "".join(tokens).lower()
+    assert stream.queue_ms is not None and stream.queue_ms >= 0
+    assert stream.worker is not None
+
+
+async def test_tts_audio_streams_back_and_is_speech(
+    start_worker: StartWorker, client: ChannelsInference, models: LocalInference
+) -> None:
+    await start_worker()
+    chunks = await collect(client.synthesize("Our office opens at nine.", default_voice()))
+    assert chunks and all(c.sample_rate == 22050 for c in chunks)
+    audio = np.concatenate([c.samples for c in chunks])
+    heard = models.asr.transcribe(resample(audio, 22050, 16000), "en")
+    assert "office" in words(heard.text)
+
+
+async def test_cancel_stops_the_generation_in_the_worker(
+    start_worker: StartWorker, client: ChannelsInference, models: LocalInference
+) -> None:
+    # given a long reply streaming from a worker
+    await start_worker()
+    stream = client.generate(
+        [{"role": "user", "content": "Write a long story about the sea."}],
+        LLMOptions(max_tokens=300, temperature=0.7),
+    )
+    await stream.__anext__()
+    # when the caller closes the stream
+    await stream.aclose()
+    # then the worker's model stops generating within a fraction of a second
+    assert isinstance(models.llm, LlamaLLM)
+    assert await wait_until(lambda: models.llm.busy() == 0, 0.5)  # type: ignore[attr-defined]
+
+
+async def test_two_workers_share_the_requests(
+    start_worker: StartWorker, client: ChannelsInference
+) -> None:
+    # given two workers that synthesize one clause at a time each
+    first = await start_worker(slots={"tts": 1})
+    second = await start_worker(slots={"tts": 1})
+    # when eight clauses are requested at once
+    texts = [f"This is sentence number {n}." for n in range(8)]
+    streams = [client.synthesize(t, default_voice()) for t in texts]
+    results = await asyncio.gather(*(collect(s) for s in streams))
+    # then all are answered and both workers took some
+    assert all(results)
+    assert first.served["tts"] + second.served["tts"] == 8
+    assert first.served["tts"] >= 1 and second.served["tts"] >= 1
+    assert {s.worker for s in streams} == {first.channel, second.channel}

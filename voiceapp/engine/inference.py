@@ -1,0 +1,201 @@
+"""The engine's view of model inference, and an in-process implementation.
+
+The call loop only sees `Inference`: `transcribe`, `generate` (a token
+stream) and `synthesize` (an audio stream). Streams are async iterators with
+`aclose()`, which cancels the work behind them within one token or one chunk.
+`LocalInference` runs the blocking backends in threads of this process; the
+Channels client in `voiceapp.inference` implements the same protocol against
+worker processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Generic, Protocol, TypeVar
+
+import numpy as np
+
+from .asr import ASR, Transcript
+from .llm import LLM, LLMOptions, Message
+from .tts import TTS, VoiceSpec
+
+T = TypeVar("T")
+T_co = TypeVar("T_co", covariant=True)
+
+
+class InferenceError(RuntimeError):
+    """A model request failed (worker gone, timeout, backend error)."""
+
+    def __init__(self, message: str, code: str = "inference_error") -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class AudioChunk:
+    samples: np.ndarray  # float32 mono
+    sample_rate: int
+
+
+class Stream(Protocol[T_co]):
+    """An async iterator of results that can be cancelled with `aclose()`."""
+
+    @property
+    def queue_ms(self) -> float | None:
+        """Time the request waited for a free model before it started (ms)."""
+        ...
+
+    def __aiter__(self) -> AsyncIterator[T_co]: ...
+
+    async def __anext__(self) -> T_co: ...
+
+    async def aclose(self) -> None: ...
+
+
+class Inference(Protocol):
+    async def transcribe(self, audio: np.ndarray, language: str) -> Transcript: ...
+
+    def generate(self, messages: list[Message], options: LLMOptions) -> Stream[str]: ...
+
+    def synthesize(self, text: str, voice: VoiceSpec) -> Stream[AudioChunk]: ...
+
+
+_END = object()
+
+
+class ThreadStream(Generic[T]):
+    """Runs a blocking iterator in a thread and yields its items asynchronously.
+
+    `slot` (optional) bounds how many of these run at once; the time spent
+    waiting for it is `queue_ms`. `aclose()` sets the cancel event that the
+    blocking iterator checks between items.
+    """
+
+    def __init__(
+        self,
+        start: Callable[[threading.Event], Iterator[T]],
+        executor: ThreadPoolExecutor,
+        slot: threading.Semaphore | None = None,
+    ) -> None:
+        self._start = start
+        self._executor = executor
+        self._slot = slot
+        self._cancel = threading.Event()
+        self._queue: asyncio.Queue[Any] | None = None
+        self._future: asyncio.Future[None] | None = None
+        self.queue_ms: float | None = None
+
+    def __aiter__(self) -> ThreadStream[T]:
+        return self
+
+    def _run(self, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[Any]) -> None:
+        put = queue.put_nowait
+        queued_at = time.monotonic()
+        acquired = False
+        try:
+            if self._slot is not None:
+                while not self._cancel.is_set():
+                    if self._slot.acquire(timeout=0.05):
+                        acquired = True
+                        break
+                if not acquired:
+                    return
+            self.queue_ms = 1000.0 * (time.monotonic() - queued_at)
+            for item in self._start(self._cancel):
+                if self._cancel.is_set():
+                    break
+                loop.call_soon_threadsafe(put, item)
+        except BaseException as exc:  # handed to the awaiting coroutine
+            loop.call_soon_threadsafe(put, exc)
+        finally:
+            if acquired and self._slot is not None:
+                self._slot.release()
+            if not loop.is_closed():
+                loop.call_soon_threadsafe(put, _END)
+
+    async def __anext__(self) -> T:
+        if self._queue is None:
+            loop = asyncio.get_running_loop()
+            self._queue = asyncio.Queue()
+            self._future = loop.run_in_executor(self._executor, self._run, loop, self._queue)
+        item = await self._queue.get()
+        if item is _END:
+            self._queue.put_nowait(_END)
+            raise StopAsyncIteration
+        if isinstance(item, BaseException):
+            raise InferenceError(str(item) or type(item).__name__) from item
+        return item
+
+    async def aclose(self) -> None:
+        self._cancel.set()
+
+
+class LocalInference:
+    """Backends in threads of this process (embedded mode, tests, the worker itself)."""
+
+    def __init__(
+        self,
+        asr: ASR,
+        llm: LLM,
+        tts: TTS,
+        *,
+        http_llm: LLM | None = None,
+        llm_slots: int = 1,
+        asr_slots: int = 2,
+        tts_slots: int = 2,
+        max_threads: int = 16,
+    ) -> None:
+        self.asr = asr
+        self.llm = llm
+        self.http_llm = http_llm
+        self.tts = tts
+        self.executor = ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix="infer")
+        self.llm_slots = llm_slots
+        self._llm_slot = threading.Semaphore(llm_slots)
+        self._asr_slot = threading.Semaphore(asr_slots)
+        self._tts_slot = threading.Semaphore(tts_slots)
+
+    async def transcribe(self, audio: np.ndarray, language: str) -> Transcript:
+        def run() -> Transcript:
+            with self._asr_slot:
+                return self.asr.transcribe(audio, language)
+
+        try:
+            return await asyncio.get_running_loop().run_in_executor(self.executor, run)
+        except InferenceError:
+            raise
+        except Exception as exc:
+            raise InferenceError(f"ASR failed: {exc}", "asr_failed") from exc
+
+    def generate(self, messages: list[Message], options: LLMOptions) -> ThreadStream[str]:
+        if options.backend == "http":
+            http = self.http_llm
+            if http is None:
+                raise InferenceError("no HTTP LLM endpoint is configured", "llm_unavailable")
+            return ThreadStream(
+                lambda cancel: http.stream(messages, options, cancel), self.executor
+            )
+        return ThreadStream(
+            lambda cancel: self.llm.stream(messages, options, cancel), self.executor, self._llm_slot
+        )
+
+    def synthesize(self, text: str, voice: VoiceSpec) -> ThreadStream[AudioChunk]:
+        def run(cancel: threading.Event) -> Iterator[AudioChunk]:
+            rate = self.tts.sample_rate(voice)
+            for samples in self.tts.synthesize(text, voice, cancel):
+                yield AudioChunk(samples, rate)
+
+        return ThreadStream(run, self.executor, self._tts_slot)
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=False, cancel_futures=True)
+
+
+async def collect(stream: Stream[T]) -> list[T]:
+    """Drain a stream (used by the sequential baseline and tests)."""
+    return [item async for item in stream]

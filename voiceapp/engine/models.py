@@ -1,0 +1,77 @@
+"""Load the default (or configured) models once per process and warm them up."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from .asr import WhisperASR, WhisperSettings, default_asr_model_path
+from .inference import LocalInference
+from .llm import LLM, HttpLLM, HttpLLMSettings, LlamaLLM, LlamaSettings, default_llm_model_path
+from .tts import PiperTTS, VoiceSpec, default_voice_path
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSettings:
+    """Deployment-wide model configuration; empty paths mean the packaged defaults."""
+
+    asr_model_path: str = ""
+    asr_compute_type: str = "int8"
+    asr_threads: int = 2
+    llm_model_path: str = ""
+    llm_threads: int = 1
+    llm_batch_threads: int = 2
+    llm_context_tokens: int = 2048
+    llm_contexts: int = 2
+    llm_http_base_url: str = ""  # set: use an OpenAI-compatible endpoint instead of llama.cpp
+    llm_http_api_key: str = ""
+    llm_http_model: str = ""
+    tts_threads: int = 1
+    warm_voice_path: str = ""  # voice to load and warm up at start ("" = packaged default)
+
+
+def default_voice() -> VoiceSpec:
+    return VoiceSpec(voice_id="en_US-joe-medium", model_path=default_voice_path())
+
+
+def load_inference(settings: ModelSettings, *, warm_up: bool = True) -> LocalInference:
+    """Load ASR, LLM and TTS in this process; returns them behind `LocalInference`."""
+    started = time.monotonic()
+    asr = WhisperASR(
+        WhisperSettings(
+            model_path=settings.asr_model_path or default_asr_model_path(),
+            compute_type=settings.asr_compute_type,
+            cpu_threads=settings.asr_threads,
+        )
+    )
+    http_llm: LLM | None = None
+    if settings.llm_http_base_url:
+        http_llm = HttpLLM(
+            HttpLLMSettings(
+                base_url=settings.llm_http_base_url,
+                api_key=settings.llm_http_api_key,
+                model=settings.llm_http_model,
+            )
+        )
+    llm = LlamaLLM(
+        LlamaSettings(
+            model_path=settings.llm_model_path or default_llm_model_path(),
+            context_tokens=settings.llm_context_tokens,
+            threads=settings.llm_threads,
+            batch_threads=settings.llm_batch_threads,
+            contexts=settings.llm_contexts,
+        )
+    )
+    tts = PiperTTS(threads=settings.tts_threads)
+    if warm_up:
+        asr.warm_up()
+        llm.warm_up()
+        voice = default_voice()
+        if settings.warm_voice_path:
+            voice = VoiceSpec("warm", settings.warm_voice_path)
+        tts.warm_up(voice)
+    log.info("models loaded in %.1f s", time.monotonic() - started)
+    return LocalInference(asr, llm, tts, http_llm=http_llm, llm_slots=llm.slots)

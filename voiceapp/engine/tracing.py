@@ -1,0 +1,69 @@
+"""Per-turn latency spans, observed from the outside of the stages.
+
+Stages call `mark(name)`; the tracer turns marks into the spans of
+ARCHITECTURE.md ("Latency: what we measure"). All times come from one
+monotonic clock in the process running the call loop.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+SPAN_NAMES = (
+    "v2v_ms",
+    "endpoint_ms",
+    "asr_ms",
+    "llm_queue_ms",
+    "llm_first_token_ms",
+    "first_clause_ms",
+    "tts_first_audio_ms",
+    "send_ms",
+)
+
+
+@dataclass
+class TurnTrace:
+    """Marks (seconds on a monotonic clock) of one turn and the spans derived from them.
+
+    Marks: speech_end (last voiced audio), end_of_turn, asr_start, asr_end,
+    llm_start, llm_first_token, first_clause, tts_start, tts_first_audio,
+    first_audio_sent. `llm_queue_ms` is reported by whoever queued the request.
+    """
+
+    clock: Callable[[], float] = time.monotonic
+    marks: dict[str, float] = field(default_factory=dict)
+    llm_queue_ms: float | None = None
+
+    def mark(self, name: str, at: float | None = None) -> None:
+        """Record `name` once; later marks of the same name are ignored."""
+        if name not in self.marks:
+            self.marks[name] = self.clock() if at is None else at
+
+    def remark(self, name: str, at: float | None = None) -> None:
+        self.marks[name] = self.clock() if at is None else at
+
+    def _span(self, start: str, end: str) -> float | None:
+        if start in self.marks and end in self.marks:
+            return round(1000.0 * (self.marks[end] - self.marks[start]), 1)
+        return None
+
+    def timeline(self) -> dict[str, float]:
+        """Every mark in ms relative to the end of the user's speech (negative: before it)."""
+        origin = self.marks.get("speech_end")
+        if origin is None:
+            return {}
+        return {k: round(1000.0 * (v - origin), 1) for k, v in sorted(self.marks.items())}
+
+    def spans(self) -> dict[str, float | None]:
+        return {
+            "v2v_ms": self._span("speech_end", "first_audio_sent"),
+            "endpoint_ms": self._span("speech_end", "end_of_turn"),
+            "asr_ms": self._span("asr_start", "asr_end"),
+            "llm_queue_ms": None if self.llm_queue_ms is None else round(self.llm_queue_ms, 1),
+            "llm_first_token_ms": self._span("llm_start", "llm_first_token"),
+            "first_clause_ms": self._span("llm_start", "first_clause"),
+            "tts_first_audio_ms": self._span("tts_start", "tts_first_audio"),
+            "send_ms": self._span("tts_first_audio", "first_audio_sent"),
+        }

@@ -1,0 +1,36 @@
+"""Run an inference worker: load the models once, serve `inference.asr|llm|tts`."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from channels.layers import get_channel_layer
+from django.core.management.base import BaseCommand, CommandError
+
+from voiceapp.inference.protocol import KINDS
+from voiceapp.inference.runtime import local_models
+from voiceapp.inference.worker import InferenceWorker, serve_forever
+
+
+class Command(BaseCommand):
+    help = "Serve ASR, LLM and TTS requests from the Channels layer until SIGTERM."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument(
+            "--kinds", default=",".join(KINDS), help="comma-separated subset of asr,llm,tts"
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        layer = get_channel_layer()
+        if layer is None or type(layer).__name__ == "InMemoryChannelLayer":
+            raise CommandError(
+                "A separate worker needs a shared channel layer: set REDIS_URL "
+                "(without it the worker runs embedded in the web process)."
+            )
+        kinds = tuple(k.strip() for k in options["kinds"].split(",") if k.strip())
+        if set(kinds) - set(KINDS):
+            raise CommandError(f"--kinds must be a subset of {','.join(KINDS)}")
+        models = local_models()
+        worker = InferenceWorker(layer, models, kinds=kinds)
+        asyncio.run(serve_forever(worker, announce=True))

@@ -1,0 +1,38 @@
+"""Message formats on the Channels layer between the call loop and inference workers.
+
+Requests go to `inference.asr`, `inference.llm` or `inference.tts`; any worker
+with a free slot takes one. Replies go to the caller's `reply_channel`, each
+tagged with the `request_id`:
+
+    request   {"type": "inference.request", "kind", "request_id", "reply_channel",
+               "accept_by": unix seconds, "payload": {...}}
+    accepted  {"type": "inference.accepted", "request_id", "worker": worker channel}
+    heartbeat {"type": "inference.heartbeat", "request_id"}          every 0.2 s while busy
+    result    {"type": "inference.result", "request_id", "transcript": {...}}     (asr)
+    token     {"type": "inference.token", "request_id", "text", "queue_ms"?}      (llm)
+    audio     {"type": "inference.audio", "request_id", "pcm": bytes, "sample_rate"} (tts)
+    done      {"type": "inference.done", "request_id", "queue_ms"}
+    error     {"type": "inference.error", "request_id", "code", "message"}
+    cancel    {"type": "inference.cancel", "request_id"}   caller -> the worker channel
+
+Payloads: asr {"audio": PCM16 16 kHz mono bytes, "language"}; llm {"messages",
+"max_tokens", "temperature", "model"}; tts {"text", "voice_id", "model_path", "speed"}.
+"""
+
+from __future__ import annotations
+
+KINDS = ("asr", "llm", "tts")
+CHANNELS = {kind: f"inference.{kind}" for kind in KINDS}
+WORKER_CHANNEL_PREFIX = "inference.worker"  # + ".<uuid>": one per worker, for cancels
+REPLY_CHANNEL_PREFIX = "inference.reply"  # + ".<uuid>": one per request attempt
+HEARTBEAT_S = 0.2
+
+
+def redis_hosts(url: str) -> list[dict[str, object]]:
+    """channels_redis host entries for `url`.
+
+    redis-py 8 reads with a 5 s socket timeout by default, the same as
+    channels_redis's 5 s blocking pop, so an idle receive fails with
+    TimeoutError; a longer socket timeout keeps idle receivers alive.
+    """
+    return [{"address": url, "socket_timeout": 30}]

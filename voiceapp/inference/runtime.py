@@ -1,0 +1,129 @@
+"""Django glue: models from settings, the client for this process, persona -> CallConfig."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+
+from voiceapp.engine.call import CallConfig
+from voiceapp.engine.inference import LocalInference
+from voiceapp.engine.llm import LLMOptions
+from voiceapp.engine.models import ModelSettings, load_inference
+from voiceapp.engine.tts import VoiceSpec
+from voiceapp.engine.turns import TurnSettings
+from voiceapp.engine.vad import SileroModel
+
+from .client import ChannelsInference, ClientSettings
+from .worker import InferenceWorker
+
+if TYPE_CHECKING:
+    from voiceapp.personas.models import Persona
+
+log = logging.getLogger(__name__)
+
+_models_lock = threading.Lock()
+_local: LocalInference | None = None
+_vad: SileroModel | None = None
+_embedded: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, tuple[InferenceWorker, asyncio.Task[None]]
+] = weakref.WeakKeyDictionary()
+
+
+def model_settings() -> ModelSettings:
+    return ModelSettings(
+        asr_model_path=settings.ASR_MODEL_PATH,
+        asr_compute_type=settings.ASR_COMPUTE_TYPE,
+        asr_threads=settings.ASR_THREADS,
+        llm_model_path=settings.LLM_MODEL_PATH,
+        llm_threads=settings.LLM_THREADS,
+        llm_batch_threads=settings.LLM_BATCH_THREADS,
+        llm_context_tokens=settings.LLM_CONTEXT_TOKENS,
+        llm_http_base_url=settings.LLM_HTTP_BASE_URL,
+        llm_http_api_key=settings.LLM_HTTP_API_KEY,
+        tts_threads=settings.TTS_THREADS,
+    )
+
+
+def client_settings() -> ClientSettings:
+    return ClientSettings(
+        accept_timeout_s=settings.INFERENCE_ACCEPT_TIMEOUT_S,
+        liveness_timeout_s=settings.INFERENCE_LIVENESS_TIMEOUT_S,
+        request_timeout_s=settings.INFERENCE_REQUEST_TIMEOUT_S,
+    )
+
+
+def local_models() -> LocalInference:
+    """The models of this process, loaded and warmed up on first use."""
+    global _local
+    with _models_lock:
+        if _local is None:
+            _local = load_inference(model_settings())
+        return _local
+
+
+def vad_model() -> SileroModel:
+    global _vad
+    with _models_lock:
+        if _vad is None:
+            _vad = SileroModel()
+        return _vad
+
+
+async def get_inference(layer: Any | None = None) -> ChannelsInference:
+    """The client the call loop uses in this process.
+
+    Embedded mode (INFERENCE_EMBEDDED, the default without REDIS_URL) also runs
+    one inference worker inside this process, on this event loop, serving the
+    same channel layer; otherwise separate `inference_worker` processes serve it.
+    """
+    from channels.layers import get_channel_layer
+
+    layer = layer or get_channel_layer()
+    if settings.INFERENCE_EMBEDDED:
+        loop = asyncio.get_running_loop()
+        if loop not in _embedded:
+            models = await asyncio.to_thread(local_models)
+            worker = InferenceWorker(layer, models)
+            task = loop.create_task(worker.run())
+            _embedded[loop] = (worker, task)
+            await worker.ready.wait()
+    return ChannelsInference(layer, client_settings())
+
+
+async def stop_embedded() -> None:
+    """Stop the embedded worker of this event loop (on shutdown)."""
+    entry = _embedded.pop(asyncio.get_running_loop(), None)
+    if entry is not None:
+        entry[1].cancel()
+        await asyncio.gather(entry[1], return_exceptions=True)
+
+
+def call_config_from_persona(persona: Persona, *, output_sample_rate: int = 24000) -> CallConfig:
+    """The engine's plain configuration for a call with `persona`."""
+    voice = persona.voice
+    eot = int(persona.end_of_turn_silence_ms)
+    return CallConfig(
+        voice=VoiceSpec(voice_id=voice.voice_id, model_path=voice.model_path),
+        instructions=persona.instructions,
+        greeting=persona.greeting if persona.agent_speaks_first else "",
+        language=persona.language or "en",
+        llm=LLMOptions(
+            max_tokens=int(persona.max_reply_tokens),
+            temperature=float(persona.temperature),
+            model=persona.llm_model,
+            backend=persona.llm_backend,
+        ),
+        turns=TurnSettings(
+            threshold=float(persona.vad_threshold),
+            end_of_turn_ms=eot,
+            complete_end_of_turn_ms=min(eot, max(160, eot // 2)),
+            incomplete_end_of_turn_ms=min(3000, max(eot, eot * 2)),
+        ),
+        interruptions_enabled=bool(persona.interruptions_enabled),
+        output_sample_rate=output_sample_rate,
+    )

@@ -1,0 +1,280 @@
+"""The inference worker: serves ASR, LLM and TTS requests from the Channels layer.
+
+Plain Python on top of any channel layer (Redis in production, the in-memory
+layer when embedded in the web process). Run it with
+`python manage.py inference_worker`, or without Django with
+`python -m voiceapp.inference.worker --redis-url redis://...`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import time
+import uuid
+from collections.abc import Awaitable, Mapping
+from typing import Any
+
+from voiceapp.engine.asr import Transcript
+from voiceapp.engine.audio import float_to_pcm16, pcm16_to_float
+from voiceapp.engine.inference import LocalInference
+from voiceapp.engine.llm import LLMOptions
+from voiceapp.engine.tts import VoiceSpec
+
+from .protocol import CHANNELS, HEARTBEAT_S, KINDS, WORKER_CHANNEL_PREFIX, redis_hosts
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SLOTS = {"asr": 1, "llm": 1, "tts": 2}
+STOP_TIMEOUT_S = 1.0
+
+
+class InferenceWorker:
+    """Takes requests only when it has a free slot, so idle workers get the next one."""
+
+    def __init__(
+        self,
+        layer: Any,
+        inference: LocalInference,
+        *,
+        kinds: tuple[str, ...] = KINDS,
+        slots: Mapping[str, int] | None = None,
+    ) -> None:
+        unknown = set(kinds) - set(KINDS)
+        if unknown:
+            raise ValueError(f"unknown inference kinds: {sorted(unknown)}")
+        self.layer = layer
+        self.inference = inference
+        self.kinds = kinds
+        self.slots = {**DEFAULT_SLOTS, "llm": inference.llm_slots, **(slots or {})}
+        self.channel = ""
+        self.ready = asyncio.Event()
+        self.served = dict.fromkeys(KINDS, 0)
+        self._handlers: dict[str, asyncio.Task[None]] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def run(self) -> None:
+        """Serve until cancelled; cancels requests in progress on the way out."""
+        # A plain (not process-specific "!") name: channels_redis receives on
+        # those with a simple blocking pop that is safe to cancel.
+        self.channel = f"{WORKER_CHANNEL_PREFIX}.{uuid.uuid4().hex}"
+        loops = [asyncio.create_task(self._serve(kind)) for kind in self.kinds]
+        loops.append(asyncio.create_task(self._control()))
+        self.ready.set()
+        log.info("inference worker %s serving %s", self.channel, ",".join(self.kinds))
+        try:
+            await asyncio.gather(*loops)
+        finally:
+            tasks = [*loops, *self._tasks]
+            for task in tasks:
+                task.cancel()
+            # redis-py can miss a cancellation that lands inside a blocking pop;
+            # such a receive ends with its event loop, so do not wait for it forever.
+            _, stuck = await asyncio.wait(tasks, timeout=STOP_TIMEOUT_S)
+            if stuck:
+                log.debug("%d worker tasks still stopping", len(stuck))
+
+    async def _serve(self, kind: str) -> None:
+        free = asyncio.Semaphore(self.slots[kind])
+        while True:
+            await free.acquire()
+            try:
+                message = await self.layer.receive(CHANNELS[kind])
+            except BaseException:
+                free.release()
+                raise
+            task = asyncio.create_task(self._handle(kind, message))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            task.add_done_callback(lambda _t: free.release())
+
+    async def _control(self) -> None:
+        while True:
+            message = await self.layer.receive(self.channel)
+            if message.get("type") == "inference.cancel":
+                handler = self._handlers.get(str(message.get("request_id")))
+                if handler is not None:
+                    handler.cancel()
+
+    async def _handle(self, kind: str, message: dict[str, Any]) -> None:
+        request_id = str(message.get("request_id", ""))
+        reply = message.get("reply_channel")
+        if not reply or not request_id:
+            log.warning("dropping malformed %s request", kind)
+            return
+        if time.time() > float(message.get("accept_by", float("inf"))):
+            log.info("dropping stale %s request %s", kind, request_id)
+            return
+        send = self.layer.send
+
+        async def heartbeat() -> None:
+            while True:
+                await asyncio.sleep(HEARTBEAT_S)
+                await send(reply, {"type": "inference.heartbeat", "request_id": request_id})
+
+        current = asyncio.current_task()
+        assert current is not None
+        self._handlers[request_id] = current
+        beat = asyncio.create_task(heartbeat())
+        try:
+            await send(
+                reply,
+                {"type": "inference.accepted", "request_id": request_id, "worker": self.channel},
+            )
+            payload = message.get("payload") or {}
+            done: dict[str, Any] = {"type": "inference.done", "request_id": request_id}
+            if kind == "asr":
+                await self._asr(reply, request_id, payload)
+            elif kind == "llm":
+                done["queue_ms"] = await self._llm(reply, request_id, payload)
+            else:
+                await self._tts(reply, request_id, payload)
+            self.served[kind] += 1
+            await send(reply, done)
+        except asyncio.CancelledError:
+            log.debug("%s request %s cancelled", kind, request_id)
+            raise
+        except Exception as exc:
+            log.warning("%s request %s failed: %s", kind, request_id, exc)
+            with contextlib.suppress(Exception):
+                await send(
+                    reply,
+                    {
+                        "type": "inference.error",
+                        "request_id": request_id,
+                        "code": f"{kind}_failed",
+                        "message": str(exc),
+                    },
+                )
+        finally:
+            beat.cancel()
+            self._handlers.pop(request_id, None)
+
+    async def _asr(self, reply: str, request_id: str, payload: dict[str, Any]) -> None:
+        audio = pcm16_to_float(bytes(payload["audio"]))
+        t: Transcript = await self.inference.transcribe(audio, str(payload.get("language", "en")))
+        await self.layer.send(
+            reply,
+            {
+                "type": "inference.result",
+                "request_id": request_id,
+                "transcript": {
+                    "text": t.text,
+                    "no_speech_prob": t.no_speech_prob,
+                    "avg_logprob": t.avg_logprob,
+                    "audio_seconds": t.audio_seconds,
+                    "rejected": t.rejected,
+                },
+            },
+        )
+
+    async def _llm(self, reply: str, request_id: str, payload: dict[str, Any]) -> float | None:
+        options = LLMOptions(
+            max_tokens=int(payload.get("max_tokens", 80)),
+            temperature=float(payload.get("temperature", 0.2)),
+            model=str(payload.get("model", "")),
+            backend=str(payload.get("backend", "local")),
+            session=str(payload.get("session", "")),
+        )
+        messages = [
+            {"role": str(m["role"]), "content": str(m["content"])} for m in payload["messages"]
+        ]
+        stream = self.inference.generate(messages, options)
+        first = True
+        try:
+            async for delta in stream:
+                message: dict[str, Any] = {
+                    "type": "inference.token",
+                    "request_id": request_id,
+                    "text": delta,
+                }
+                if first:
+                    message["queue_ms"] = stream.queue_ms
+                    first = False
+                await self.layer.send(reply, message)
+        finally:
+            await stream.aclose()
+        return stream.queue_ms
+
+    async def _tts(self, reply: str, request_id: str, payload: dict[str, Any]) -> None:
+        voice = VoiceSpec(
+            voice_id=str(payload.get("voice_id", "")),
+            model_path=str(payload["model_path"]),
+            speed=float(payload.get("speed", 1.0)),
+        )
+        stream = self.inference.synthesize(str(payload["text"]), voice)
+        try:
+            async for chunk in stream:
+                await self.layer.send(
+                    reply,
+                    {
+                        "type": "inference.audio",
+                        "request_id": request_id,
+                        "pcm": float_to_pcm16(chunk.samples),
+                        "sample_rate": chunk.sample_rate,
+                    },
+                )
+        finally:
+            await stream.aclose()
+
+
+async def serve_forever(
+    worker: InferenceWorker, until: Awaitable[Any] | None = None, announce: bool = False
+) -> None:
+    """Run a worker until `until` completes or SIGTERM/SIGINT arrives."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    runner = asyncio.create_task(worker.run())
+    if announce:
+        await worker.ready.wait()
+        print(f"WORKER READY {worker.channel}", flush=True)
+    waiters: list[asyncio.Future[Any]] = [runner, asyncio.ensure_future(stop.wait())]
+    if until is not None:
+        waiters.append(asyncio.ensure_future(until))
+    done, _ = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+    if runner in done and not runner.cancelled() and runner.exception() is not None:
+        log.error("inference worker stopped", exc_info=runner.exception())
+    for w in waiters:
+        w.cancel()
+    await asyncio.gather(*waiters, return_exceptions=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Standalone worker without Django (used by the benchmark)."""
+    from channels_redis.core import RedisChannelLayer
+
+    from voiceapp.engine.models import ModelSettings, load_inference
+
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
+    parser.add_argument("--prefix", default="asgi", help="channel layer prefix")
+    parser.add_argument("--kinds", default=",".join(KINDS))
+    parser.add_argument("--asr-threads", type=int, default=2)
+    parser.add_argument("--llm-threads", type=int, default=1)
+    parser.add_argument("--llm-batch-threads", type=int, default=2)
+    parser.add_argument("--tts-threads", type=int, default=1)
+    parser.add_argument("--llm-http-base-url", default="")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
+    inference = load_inference(
+        ModelSettings(
+            asr_threads=args.asr_threads,
+            llm_threads=args.llm_threads,
+            llm_batch_threads=args.llm_batch_threads,
+            tts_threads=args.tts_threads,
+            llm_http_base_url=args.llm_http_base_url,
+        )
+    )
+    layer = RedisChannelLayer(hosts=redis_hosts(args.redis_url), prefix=args.prefix, expiry=30)
+    worker = InferenceWorker(layer, inference, kinds=tuple(args.kinds.split(",")))
+    asyncio.run(serve_forever(worker, announce=True))
+
+
+if __name__ == "__main__":
+    main()

@@ -4,17 +4,34 @@ organizations, users and keys most tests start from."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.db import connection
 from django.test import Client
 
 from voiceapp.tenants.models import Membership, Organization, Role, User
 from voiceapp.tenants.services import organization_create, secret_key_create
 
 PASSWORD = "correct-horse-battery-9"
+ROOT = Path(__file__).resolve().parent.parent
+# As in ./dev and docker-compose.yml: daphne drops the connection on messages
+# over its limit, so it is set above ours (REALTIME_MAX_MESSAGE_BYTES), which
+# answers with an `error` event instead.
+DAPHNE_ARGS = [
+    "--websocket-max-message-size",
+    str(16 * 1024 * 1024),
+    "--websocket-max-frame-size",
+    str(16 * 1024 * 1024),
+]
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -89,3 +106,116 @@ def member_of(db: None) -> Callable[[Organization, str], tuple[User, Client]]:
 def secret_key_a(tenant_a: Tenant) -> str:
     _, raw = secret_key_create(org=tenant_a.org, name="tests")
     return raw
+
+
+# --- A live server in the production topology: daphne and a separate
+# inference worker process, on the test database and real Redis.
+
+
+@dataclass
+class LiveServer:
+    host: str
+    port: int
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://{self.host}:{self.port}"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_for(proc: subprocess.Popen[str], marker: str, timeout_s: float, log: Path) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"process exited early:\n{log.read_text()[-3000:]}")
+        if marker in log.read_text():
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"no “{marker}” within {timeout_s} s:\n{log.read_text()[-3000:]}")
+
+
+@pytest.fixture(scope="session")
+def voice_server(
+    django_db_setup: None, django_db_blocker: object, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LiveServer]:
+    """daphne + `manage.py inference_worker`, as in docker-compose.yml."""
+    from django.conf import settings
+
+    if not settings.REDIS_URL or connection.vendor != "postgresql":
+        pytest.fail("call tests need Postgres and Redis (DATABASE_URL, REDIS_URL)")
+    db = connection.settings_dict
+    env = {
+        **os.environ,
+        "DATABASE_URL": "postgres://{}@{}:{}/{}".format(
+            db["USER"], db["HOST"] or "127.0.0.1", db["PORT"] or 5432, db["NAME"]
+        ),
+        "REDIS_URL": settings.REDIS_URL,
+        "CHANNELS_PREFIX": f"test{uuid.uuid4().hex[:8]}",
+        "INFERENCE_EMBEDDED": "0",
+        "DEBUG": "0",
+        "SECRET_KEY": "live-server-test-key",
+        "SECURE_SSL_REDIRECT": "0",
+        "SESSION_COOKIE_SECURE": "0",
+        "CSRF_COOKIE_SECURE": "0",
+        "STATIC_MANIFEST": "0",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "CALL_RESUME_WINDOW_S": "5",
+        "WEBRTC_LOOPBACK_ONLY": "1",
+        "PYTHONUNBUFFERED": "1",
+    }
+    logs = tmp_path_factory.mktemp("live")
+    port = _free_port()
+    procs: list[subprocess.Popen[str]] = []
+    try:
+        worker_log = logs / "worker.log"
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "manage.py", "inference_worker"],
+                cwd=ROOT,
+                env=env,
+                stdout=worker_log.open("w"),
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        )
+        web_log = logs / "web.log"
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "daphne",
+                    "-b",
+                    "127.0.0.1",
+                    "-p",
+                    str(port),
+                    *DAPHNE_ARGS,
+                    "voiceapp.asgi:application",
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=web_log.open("w"),
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        )
+        _wait_for(procs[0], "WORKER READY", 180, worker_log)
+        _wait_for(procs[1], "Listening on TCP address", 60, web_log)
+        yield LiveServer("127.0.0.1", port)
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()

@@ -4,6 +4,7 @@ none of B's data, and change nothing of B's."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -11,6 +12,9 @@ import pytest
 from django.test import Client
 from django.urls import URLPattern, reverse
 
+from sessions.auth import CallGrant
+from sessions.models import Call
+from sessions.services import call_item_record, call_start
 from tests.conftest import Tenant
 from voiceapp.dashboard import urls as dashboard_urls
 from voiceapp.personas.models import Persona
@@ -35,6 +39,7 @@ class OrgB:
     publishable_key: PublishableKey
     invitation: Invitation
     membership: Membership
+    call: Call
 
     def snapshot(self) -> list[object]:
         """Everything of B's that a successful attack would change."""
@@ -65,19 +70,26 @@ def org_b(tenant_b: Tenant, django_capture_on_commit_callbacks) -> OrgB:  # type
         invitation, _ = invitation_create(
             org=tenant_b.org, email="hire@bravo.test", role=Role.MEMBER, invited_by=tenant_b.owner
         )
-    return OrgB(
-        persona,
-        key,
-        raw,
-        pk_key,
-        invitation,
-        Membership.objects.get(org=tenant_b.org, user=tenant_b.owner),
+    grant = CallGrant(
+        org_id=tenant_b.org.pk, persona_id=persona.pk, persona_slug=persona.slug, session_config={}
     )
+    call = call_start(call_id=str(uuid.uuid4()), grant=grant, transport="websocket", client_info={})
+    call_item_record(
+        call_id=str(call.pk),
+        item_id="item_b",
+        role="user",
+        text="Bravo-Private-Caller-Words",
+        at_s=1.0,
+    )
+    membership = Membership.objects.get(org=tenant_b.org, user=tenant_b.owner)
+    return OrgB(persona, key, raw, pk_key, invitation, membership, call)
 
 
 # URL name -> the object of B's to aim it at. Names left out must be listed in
 # NOT_TENANT_OWNED with the reason, so a new URL cannot slip past this test.
-TARGETS: dict[str, Callable[[OrgB], int]] = {
+TARGETS: dict[str, Callable[[OrgB], object]] = {
+    "call_detail": lambda b: b.call.pk,
+    "widget_test_session": lambda b: b.persona.pk,
     "persona_edit": lambda b: b.persona.pk,
     "persona_delete": lambda b: b.persona.pk,
     "secret_key_revoke": lambda b: b.secret_key.pk,

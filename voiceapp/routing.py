@@ -1,5 +1,5 @@
-"""WebSocket routes. The realtime call endpoints are added by the calls app."""
+"""WebSocket routes."""
 
-from django.urls import URLPattern
+from sessions.routing import websocket_urlpatterns
 
-websocket_urlpatterns: list[URLPattern] = []
+__all__ = ["websocket_urlpatterns"]

@@ -8,5 +8,6 @@ urlpatterns = [
     path("accounts/", include("allauth.urls")),
     path("dashboard/", include("voiceapp.dashboard.urls")),
     path("api/v1/", include("voiceapp.api.urls")),
+    path("v1/", include("sessions.urls")),
     path("admin/", admin.site.urls),
 ]

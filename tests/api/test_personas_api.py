@@ -184,3 +184,24 @@ def test_key_use_is_recorded(api: Api, tenant_a: Tenant) -> None:
     api.get("personas/")
 
     assert SecretKey.objects.get(org=tenant_a.org).last_used_at is not None
+
+
+def test_oversized_body_is_refused_with_json(api: Api) -> None:
+    huge = '{"name": "x", "instructions": "' + "a" * (3 * 1024 * 1024) + '"}'
+
+    response = api.client.post(
+        "/api/v1/personas/", data=huge, content_type="application/json", headers=api.headers
+    )
+
+    assert response.status_code in (400, 413)
+    assert error_of(response)["code"]
+    assert Persona.objects.filter(name="x").count() == 0
+
+
+def test_instructions_over_the_limit_are_refused(api: Api) -> None:
+    response = api.post(
+        "personas/", {"name": "Long", "instructions": "a" * 20_001, "greeting": "hi"}
+    )
+
+    assert response.status_code == 400
+    assert "instructions" in error_of(response)["details"]

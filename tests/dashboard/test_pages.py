@@ -48,6 +48,7 @@ def persona_form(voice_pk: int, **overrides: str) -> dict[str, str]:
         "dashboard:keys",
         "dashboard:widget",
         "dashboard:team",
+        "dashboard:call_list",
     ],
 )
 def test_pages_render(tenant_a: Tenant, name: str) -> None:
@@ -199,3 +200,67 @@ def test_invite_from_the_team_page(tenant_a: Tenant, django_capture_on_commit_ca
 def test_anonymous_client_gets_no_voice_preview(client: Client) -> None:
     response = client.post(reverse("dashboard:voice_preview", args=[1]))
     assert response.status_code == 302
+
+
+def test_call_page_shows_transcript_and_waterfall(tenant_a: Tenant) -> None:
+    import uuid
+
+    from sessions.auth import CallGrant
+    from sessions.services import call_end, call_item_record, call_start, call_turn_record
+
+    persona = tenant_a.org.personas.get()
+    grant = CallGrant(
+        org_id=tenant_a.org.pk, persona_id=persona.pk, persona_slug=persona.slug, session_config={}
+    )
+    call = call_start(call_id=str(uuid.uuid4()), grant=grant, transport="webrtc", client_info={})
+    call_item_record(
+        call_id=str(call.pk), item_id="i1", role="user", text="Where is Paris?", at_s=2
+    )
+    call_item_record(
+        call_id=str(call.pk),
+        item_id="i2",
+        role="assistant",
+        text="In France, on the",
+        at_s=3,
+        interrupted=True,
+    )
+    spans = {
+        "v2v_ms": 610.0,
+        "endpoint_ms": 250.0,
+        "asr_ms": 120.0,
+        "llm_queue_ms": 2.0,
+        "llm_first_token_ms": 40.0,
+        "first_clause_ms": 90.0,
+        "tts_first_audio_ms": 110.0,
+    }
+    call_turn_record(
+        call_id=str(call.pk), response_id="r1", status="cancelled", at_s=3, spans=spans
+    )
+    call_end(call_id=str(call.pk), reason="hangup")
+
+    listing = tenant_a.client.get(reverse("dashboard:call_list"), {"persona": persona.pk})
+    page = tenant_a.client.get(reverse("dashboard:call_detail", args=[call.pk]))
+
+    assert reverse("dashboard:call_detail", args=[call.pk]).encode() in listing.content
+    html = page.content.decode()
+    assert "Where is Paris?" in html and "In France, on the" in html and "interrupted" in html
+    assert "610 ms" in html and html.count('class="wf-bar"') == 5
+    assert "Caller hung up" in html
+
+
+def test_widget_test_call_gets_a_client_secret(tenant_a: Tenant) -> None:
+    from sessions.auth import grant_from_client_secret_sync
+
+    persona = tenant_a.org.personas.get()
+
+    response = tenant_a.client.post(reverse("dashboard:widget_test_session", args=[persona.pk]))
+
+    assert response.status_code == 200
+    body = response.json()
+    assert body["persona"]["slug"] == "assistant"
+    grant = grant_from_client_secret_sync(body["client_secret"]["value"], model="assistant")
+    assert grant.org_id == tenant_a.org.pk
+    assert (
+        tenant_a.client.get(reverse("dashboard:widget_test_session", args=[persona.pk])).status_code
+        == 405
+    )

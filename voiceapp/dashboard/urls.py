@@ -24,6 +24,9 @@ urlpatterns = [
         name="publishable_key_revoke",
     ),
     path("widget/", views.widget, name="widget"),
+    path("widget/test-session/<int:pk>/", views.widget_test_session, name="widget_test_session"),
+    path("calls/", views.call_list_view, name="call_list"),
+    path("calls/<uuid:pk>/", views.call_detail_view, name="call_detail"),
     path("team/", views.team, name="team"),
     path("team/invite/", views.invitation_create_view, name="invitation_create"),
     path(

@@ -8,15 +8,20 @@ from functools import wraps
 from typing import Any
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Paginator
 from django.forms import Form
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from sessions.auth import client_secret_create
+from sessions.selectors import call_get, call_list
+from sessions.views import widget_session_payload
 from voiceapp.dashboard.forms import (
     InvitationForm,
     OrganizationForm,
@@ -336,6 +341,113 @@ def widget(request: HttpRequest, membership: Membership) -> HttpResponse:
             "snippet": snippet,
         },
     )
+
+
+# --- Calls ---------------------------------------------------------------------
+
+WATERFALL_SPANS = [
+    ("endpoint_ms", "End of turn", "#94a3b8"),
+    ("asr_ms", "ASR final", "#60a5fa"),
+    ("first_clause_ms", "LLM to first clause", "#f472b6"),
+    ("llm_first_token_ms", "LLM first token", "#a78bfa"),
+    ("tts_first_audio_ms", "TTS first audio", "#34d399"),
+]
+
+
+@org_required()
+def call_list_view(request: HttpRequest, membership: Membership) -> HttpResponse:
+    org = membership.org
+    personas = persona_list(org=org)
+    persona = personas.filter(pk=request.GET.get("persona") or 0).first()
+    calls = call_list(org=org, persona_id=persona.pk if persona else None)
+    page = Paginator(calls, 25).get_page(request.GET.get("page"))
+    return render(
+        request,
+        "dashboard/call_list.html",
+        {"section": "calls", "page": page, "personas": personas, "persona": persona},
+    )
+
+
+def _waterfall(turns: list[Any]) -> list[dict[str, Any]]:
+    """Each turn's spans on one axis, in ms after the caller stopped speaking:
+    the end-of-turn wait, ASR, the LLM up to its first clause (its first token
+    marked inside), then TTS of that clause. Speculative work that overlapped
+    the wait is drawn after it, so the bars can reach past the v2v mark."""
+
+    def extent(t: Any) -> float:
+        clause = t.first_clause_ms or t.llm_first_token_ms or 0
+        spans = (t.endpoint_ms or 0) + (t.asr_ms or 0) + clause + (t.tts_first_audio_ms or 0)
+        return max(t.v2v_ms or 0, spans)
+
+    longest = max([extent(t) for t in turns] + [1])
+    rows = []
+    for index, turn in enumerate(turns, 1):
+        endpoint, asr = turn.endpoint_ms or 0, turn.asr_ms or 0
+        llm_start = endpoint + asr
+        clause = turn.first_clause_ms or turn.llm_first_token_ms or 0
+        starts = {
+            "endpoint_ms": 0.0,
+            "asr_ms": endpoint,
+            "first_clause_ms": llm_start,
+            "llm_first_token_ms": llm_start,
+            "tts_first_audio_ms": llm_start + clause,
+        }
+        bars = []
+        for name, label, colour in WATERFALL_SPANS:
+            value = getattr(turn, name)
+            if value is None:
+                continue
+            bars.append(
+                {
+                    "label": label,
+                    "colour": colour,
+                    "ms": round(value),
+                    "left": 100 * starts[name] / longest,
+                    "width": 100 * value / longest,
+                }
+            )
+        rows.append(
+            {"index": index, "turn": turn, "bars": bars, "v2v_left": 100 * turn.v2v_ms / longest}
+        )
+    return rows
+
+
+@org_required()
+def call_detail_view(request: HttpRequest, membership: Membership, pk: str) -> HttpResponse:
+    call = call_get(org=membership.org, pk=pk)
+    turns = list(call.turns.all())
+    return render(
+        request,
+        "dashboard/call_detail.html",
+        {
+            "section": "calls",
+            "call": call,
+            "items": call.items.all(),
+            "turns": turns,
+            "waterfall": _waterfall([t for t in turns if t.v2v_ms is not None]),
+            "legend": WATERFALL_SPANS,
+        },
+    )
+
+
+@org_required()
+@require_POST
+def widget_test_session(request: HttpRequest, membership: Membership, pk: int) -> JsonResponse:
+    """A client secret for a test call from the dashboard's widget page: the
+    member's login stands in for the publishable key's origin check."""
+    persona = persona_get(org=membership.org, pk=pk)
+    if not persona.is_active:
+        return JsonResponse(
+            {"error": {"code": "model_not_active", "message": "This persona is switched off."}},
+            status=403,
+        )
+    secret, value = client_secret_create(
+        org=membership.org,
+        persona=persona,
+        ttl_s=settings.CLIENT_SECRET_TTL_S,
+        origin=request.headers.get("Origin", ""),
+    )
+    return JsonResponse(widget_session_payload(persona, secret, value))
 
 
 # --- Team ----------------------------------------------------------------------

@@ -1,0 +1,296 @@
+"""Voice-to-voice latency through the WebSocket endpoint, measured as a client.
+
+    .venv/bin/python -m bench.ws                 # or: ./dev bench ws
+    .venv/bin/python -m bench.ws --repeat 2 --concurrent 2
+
+Runs the production topology on this machine: daphne and a separate
+`manage.py inference_worker` on Redis (REDIS_URL, default the local one), a
+throwaway SQLite database for the org, persona and key. Then the stock
+`openai` SDK streams the benchmark's spoken questions in real time (20 ms
+chunks of 24 kHz PCM16) and times, on the client's clock, the moment the last
+voiced sample was sent to the arrival of the first `response.output_audio.delta`.
+The server's own spans (`response.done` -> `response.latency`) are kept beside
+it, so the transport's share shows as the difference. Writes
+bench/results/ws-<time>.json and ws-latest.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .latency import RESULTS, stats
+from .questions import RATE, Question, load_questions
+
+ROOT = Path(__file__).resolve().parent.parent
+CHUNK_S = 0.02
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _manage(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout
+
+
+def _wait_line(path: Path, marker: str, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while marker not in path.read_text(errors="replace"):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"{marker!r} not seen:\n{path.read_text(errors='replace')[-2000:]}")
+        time.sleep(0.2)
+
+
+class Topology:
+    """daphne + inference worker processes, torn down on exit."""
+
+    def __init__(self, workdir: Path, workers: int) -> None:
+        self.workdir = workdir
+        self.port = _free_port()
+        self.env = {
+            **os.environ,
+            "DATA_DIR": str(workdir),
+            "REDIS_URL": os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"),
+            "CHANNELS_PREFIX": f"bench{uuid.uuid4().hex[:8]}",
+            "INFERENCE_EMBEDDED": "0",
+            "DEBUG": "0",
+            "SECRET_KEY": "bench-only-secret",
+            "SECURE_SSL_REDIRECT": "0",
+            "STATIC_MANIFEST": "0",
+            "ALLOWED_HOSTS": "127.0.0.1",
+            "ORG_MAX_CONCURRENT_CALLS": "50",
+            "PYTHONUNBUFFERED": "1",
+        }
+        self.env.pop("DATABASE_URL", None)
+        self.workers = workers
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def __enter__(self) -> Topology:
+        _manage(self.env, "migrate", "--noinput", "-v0")
+        _manage(self.env, "sync_voices")
+        org = json.loads(
+            _manage(
+                self.env,
+                "create_organization",
+                "--name",
+                "Bench",
+                "--owner-email",
+                "bench@example.test",
+                "--json",
+            )
+        )
+        self.key = json.loads(_manage(self.env, "create_api_key", "--org", org["slug"], "--json"))[
+            "key"
+        ]
+        for n in range(self.workers):
+            log = self.workdir / f"worker{n}.log"
+            proc = subprocess.Popen(
+                [sys.executable, "manage.py", "inference_worker"],
+                cwd=ROOT,
+                env=self.env,
+                stdout=log.open("wb"),
+                stderr=subprocess.STDOUT,
+            )
+            self.procs.append(proc)
+            _wait_line(log, "WORKER READY", proc, 300)
+        log = self.workdir / "web.log"
+        web = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "--websocket-max-message-size",
+                "16777216",
+                "voiceapp.asgi:application",
+            ],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log.open("wb"),
+            stderr=subprocess.STDOUT,
+        )
+        self.procs.append(web)
+        _wait_line(log, "Listening on TCP address", web, 60)
+        self._quiet_persona()
+        return self
+
+    def _quiet_persona(self) -> None:
+        """The bench measures answers, not greetings."""
+        import urllib.request
+
+        headers = {"Authorization": f"Bearer {self.key}", "Content-Type": "application/json"}
+        base = f"http://127.0.0.1:{self.port}/api/v1/personas/"
+        with urllib.request.urlopen(urllib.request.Request(base, headers=headers)) as r:
+            persona = json.loads(r.read())[0]
+        body = json.dumps({"agent_speaks_first": False, "max_reply_tokens": 60}).encode()
+        request = urllib.request.Request(
+            f"{base}{persona['id']}/", data=body, method="PATCH", headers=headers
+        )
+        urllib.request.urlopen(request).read()
+
+    def __exit__(self, *exc: object) -> None:
+        for proc in self.procs:
+            proc.terminate()
+        for proc in self.procs:
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+async def ask(conn: Any, question: Question) -> dict[str, Any]:
+    """Stream one spoken question like a microphone; time the reply as a client."""
+    lead = np.zeros(int(0.4 * RATE), dtype=np.float32)
+    tail = np.zeros(int(2.0 * RATE), dtype=np.float32)
+    audio = np.concatenate([lead, question.samples, tail])
+    pcm = (np.clip(audio, -1, 1) * 32767).astype("<i2").tobytes()
+    step = int(RATE * CHUNK_S) * 2
+    speech_end_byte = int((len(lead) / RATE + question.speech_end_s) * RATE) * 2
+    sent_end_at: float | None = None
+    first_audio_at: float | None = None
+
+    async def send() -> None:
+        nonlocal sent_end_at
+        started = time.monotonic()
+        for n, i in enumerate(range(0, len(pcm), step)):
+            await conn.send(
+                {
+                    "type": "input_audio_buffer.append",
+                    "audio": base64.b64encode(pcm[i : i + step]).decode(),
+                }
+            )
+            if sent_end_at is None and i + step >= speech_end_byte:
+                sent_end_at = time.monotonic()
+            await asyncio.sleep(max(0.0, started + (n + 1) * CHUNK_S - time.monotonic()))
+
+    sender = asyncio.ensure_future(send())
+    transcript = ""
+    try:
+        async with asyncio.timeout(60):
+            async for event in conn:
+                if event.type == "conversation.item.input_audio_transcription.completed":
+                    transcript = event.transcript
+                elif event.type == "response.output_audio.delta" and first_audio_at is None:
+                    first_audio_at = time.monotonic()
+                elif event.type == "response.done":
+                    response = event.response.model_dump()
+                    break
+    finally:
+        sender.cancel()
+    client_v2v = None
+    if first_audio_at is not None and sent_end_at is not None:
+        client_v2v = round(1000 * (first_audio_at - sent_end_at), 1)
+    return {
+        "question": question.name,
+        "voice": question.voice,
+        "transcript": transcript,
+        "status": response.get("status"),
+        "client_v2v_ms": client_v2v,
+        "server": response.get("latency") or {},
+    }
+
+
+async def call(
+    base_url: str, key: str, questions: list[Question], repeat: int
+) -> list[dict[str, Any]]:
+    from openai import AsyncOpenAI
+
+    client = AsyncOpenAI(base_url=base_url, api_key=key)
+    turns = []
+    async with client.realtime.connect(model="assistant") as conn:
+        await conn.recv()  # session.created
+        for _ in range(repeat):
+            for question in questions:
+                turns.append(await ask(conn, question))
+                await asyncio.sleep(0.5)
+    return turns
+
+
+def summarize(turns: list[dict[str, Any]]) -> dict[str, Any]:
+    ok = [t for t in turns if t["client_v2v_ms"] is not None]
+    out: dict[str, Any] = {
+        "turns": len(turns),
+        "answered": len(ok),
+        "client_v2v_ms": stats([t["client_v2v_ms"] for t in ok]),
+    }
+    for span in (
+        "v2v_ms",
+        "endpoint_ms",
+        "asr_ms",
+        "llm_queue_ms",
+        "llm_first_token_ms",
+        "first_clause_ms",
+        "tts_first_audio_ms",
+    ):
+        values = [t["server"].get(span) for t in ok if t["server"].get(span) is not None]
+        out[f"server_{span}"] = stats(values)
+    return out
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    questions = load_questions(ROOT / "bench" / ".cache")
+    with tempfile.TemporaryDirectory() as tmp, Topology(Path(tmp), args.workers) as topo:
+        base = f"http://127.0.0.1:{topo.port}/v1"
+        print(f"one call: {len(questions) * args.repeat} questions", flush=True)
+        single = await call(base, topo.key, questions, args.repeat)
+        print(f"{args.concurrent} calls at once", flush=True)
+        together = await asyncio.gather(
+            *(call(base, topo.key, questions, 1) for _ in range(args.concurrent))
+        )
+    concurrent = [t for turns in together for t in turns]
+    return {
+        "mode": "websocket",
+        "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
+        "workers": args.workers,
+        "summary": {
+            "one_call": summarize(single),
+            f"{args.concurrent}_concurrent": summarize(concurrent),
+        },
+        "turns": {"one_call": single, "concurrent": concurrent},
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeat", type=int, default=2, help="passes over the questions")
+    parser.add_argument("--concurrent", type=int, default=2, help="calls at once, second phase")
+    parser.add_argument("--workers", type=int, default=1, help="inference worker processes")
+    args = parser.parse_args(argv)
+    report = asyncio.run(run(args))
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    for name in (f"ws-{stamp}.json", "ws-latest.json"):
+        (RESULTS / name).write_text(json.dumps(report, indent=2))
+    print(json.dumps(report["summary"], indent=2))
+    print(f"wrote {RESULTS / f'ws-{stamp}.json'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+from __future__ import annotations
+
+import uuid
+
+from django.db import models
+from django.utils import timezone
+
+from voiceapp.personas.models import Persona
+from voiceapp.tenants.models import Organization
+
+
+class ClientSecret(models.Model):
+    """A short-lived, single-use credential (``ek_...``) for one call with one persona.
+
+    Browsers cannot keep a secret key; they get one of these from the widget's
+    session-start endpoint (or a customer's server makes one with its secret key)."""
+
+    org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="client_secrets")
+    persona = models.ForeignKey(Persona, on_delete=models.CASCADE, related_name="client_secrets")
+    value_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+    origin = models.CharField(max_length=200, blank=True)
+    session_config = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["expires_at"])]
+
+    def __str__(self) -> str:
+        return f"client secret for {self.persona} until {self.expires_at:%H:%M:%S}"
+
+
+class Call(models.Model):
+    class Transport(models.TextChoices):
+        WEBSOCKET = "websocket", "WebSocket"
+        WEBRTC = "webrtc", "WebRTC"
+
+    class EndReason(models.TextChoices):
+        HANGUP = "hangup", "Caller hung up"
+        MAX_DURATION = "max_duration", "Maximum duration reached"
+        IDLE_TIMEOUT = "idle_timeout", "Idle timeout"
+        ERROR = "error", "Error"
+        LOST = "lost", "Connection lost"
+        SERVER_SHUTDOWN = "server_shutdown", "Server shut down"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="calls")
+    persona = models.ForeignKey(Persona, on_delete=models.SET_NULL, null=True, related_name="calls")
+    persona_name = models.CharField(max_length=80)
+    transport = models.CharField(max_length=10, choices=Transport.choices)
+    client_info = models.JSONField(default=dict, blank=True)
+    started_at = models.DateTimeField(default=timezone.now)
+    last_seen_at = models.DateTimeField(default=timezone.now)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    duration_s = models.FloatField(null=True, blank=True)
+    end_reason = models.CharField(max_length=20, choices=EndReason.choices, blank=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+        indexes = [
+            models.Index(fields=["org", "-started_at"]),
+            models.Index(fields=["ended_at", "last_seen_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"call {self.id} with {self.persona_name}"
+
+    @property
+    def is_live(self) -> bool:
+        return self.ended_at is None
+
+
+class CallItem(models.Model):
+    """One transcript entry: what the user said or what the agent actually said."""
+
+    class Role(models.TextChoices):
+        USER = "user", "Caller"
+        ASSISTANT = "assistant", "Agent"
+        SYSTEM = "system", "System"
+
+    call = models.ForeignKey(Call, on_delete=models.CASCADE, related_name="items")
+    item_id = models.CharField(max_length=64)
+    role = models.CharField(max_length=10, choices=Role.choices)
+    text = models.TextField(blank=True)
+    interrupted = models.BooleanField(default=False)
+    at_s = models.FloatField(help_text="Seconds since the call started.")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["at_s", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.text[:60]}"
+
+
+class CallTurn(models.Model):
+    """The latency spans of one response, in milliseconds (null where a span did not happen)."""
+
+    call = models.ForeignKey(Call, on_delete=models.CASCADE, related_name="turns")
+    response_id = models.CharField(max_length=64)
+    status = models.CharField(max_length=12)
+    at_s = models.FloatField()
+    v2v_ms = models.FloatField(null=True)
+    endpoint_ms = models.FloatField(null=True)
+    asr_ms = models.FloatField(null=True)
+    llm_queue_ms = models.FloatField(null=True)
+    llm_first_token_ms = models.FloatField(null=True)
+    first_clause_ms = models.FloatField(null=True)
+    tts_first_audio_ms = models.FloatField(null=True)
+    spans = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["at_s", "pk"]
+
+    def __str__(self) -> str:
+        return f"turn {self.response_id}: {self.v2v_ms} ms"

@@ -1,0 +1,226 @@
+"""Starting, recording and resuming calls: the glue between a transport, the
+engine and the database. Transports call `start_realtime_session`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import logging
+import uuid
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.conf import settings
+from django.utils import timezone
+
+from sessions import services
+from sessions.auth import AuthError, CallGrant
+from sessions.live import live_store
+from sessions.models import Call
+from sessions.realtime import Limits, RealtimeSession, Transport
+from voiceapp.engine.call import VoiceCall
+from voiceapp.engine.tts import VoiceSpec
+from voiceapp.inference.runtime import call_config_from_persona, get_inference, vad_model
+from voiceapp.personas.models import Persona, Voice
+
+log = logging.getLogger(__name__)
+
+# Call-record writes run in a thread pool: a WebRTC call outlives the HTTP
+# request that started it, and with it that request's thread-sensitive executor.
+db = functools.partial(database_sync_to_async, thread_sensitive=False)
+
+# Calls whose connection dropped: ended after the resume window unless resumed.
+_pending_ends: dict[str, asyncio.Task[None]] = {}
+
+
+def session_id_for(call_id: str) -> str:
+    return f"sess_{uuid.UUID(call_id).hex}"
+
+
+def call_id_from_session(session_id: str) -> str | None:
+    try:
+        return str(uuid.UUID(session_id.removeprefix("sess_")))
+    except ValueError:
+        return None
+
+
+class DbRecorder:
+    """Writes the call record as the session runs, and keeps its live state."""
+
+    def __init__(self, *, call_id: str, org_id: int, persona_id: int, generation: int) -> None:
+        self.call_id = call_id
+        self.org_id = org_id
+        self.persona_id = persona_id
+        self.generation = generation
+        self.history: list[dict[str, str]] = []
+
+    async def user_item(self, item_id: str, text: str, at_s: float) -> None:
+        await db(services.call_item_record)(
+            call_id=self.call_id, item_id=item_id, role="user", text=text, at_s=at_s
+        )
+
+    async def assistant_item(self, item_id: str, text: str, at_s: float, interrupted: bool) -> None:
+        await db(services.call_item_record)(
+            call_id=self.call_id,
+            item_id=item_id,
+            role="assistant",
+            text=text,
+            at_s=at_s,
+            interrupted=interrupted,
+        )
+
+    async def truncate(self, item_id: str, text: str) -> None:
+        await db(services.call_item_truncate)(call_id=self.call_id, item_id=item_id, text=text)
+
+    async def turn(self, response_id: str, status: str, at_s: float, spans: dict[str, Any]) -> None:
+        await db(services.call_turn_record)(
+            call_id=self.call_id, response_id=response_id, status=status, at_s=at_s, spans=spans
+        )
+
+    def _state(self) -> dict[str, Any]:
+        return {
+            "org_id": self.org_id,
+            "persona_id": self.persona_id,
+            "history": self.history,
+            "generation": self.generation,
+        }
+
+    async def alive(self, history: list[dict[str, str]]) -> None:
+        self.history = history
+        await live_store().save(self.call_id, self._state(), settings.CALL_RESUME_WINDOW_S + 60)
+
+    async def heartbeat(self) -> None:
+        await live_store().heartbeat(org_id=self.org_id, call_id=self.call_id)
+        await db(services.call_touch)(call_id=self.call_id)
+
+    async def ended(self, reason: str) -> None:
+        store = live_store()
+        await store.release(org_id=self.org_id, call_id=self.call_id)
+        await db(services.call_touch)(call_id=self.call_id)
+        if reason != "lost":
+            await store.delete(self.call_id)
+            await db(services.call_end)(call_id=self.call_id, reason=reason)
+            return
+        # The connection dropped: the caller may come back within the window.
+        await store.save(self.call_id, self._state(), settings.CALL_RESUME_WINDOW_S)
+        previous = _pending_ends.pop(self.call_id, None)
+        if previous is not None:
+            previous.cancel()
+        task = asyncio.ensure_future(self._end_unless_resumed())
+        _pending_ends[self.call_id] = task
+        task.add_done_callback(
+            lambda t: (
+                _pending_ends.pop(self.call_id, None)
+                if _pending_ends.get(self.call_id) is t
+                else None
+            )
+        )
+
+    async def _end_unless_resumed(self) -> None:
+        await asyncio.sleep(settings.CALL_RESUME_WINDOW_S)
+        state = await live_store().load(self.call_id)
+        if state is not None and state.get("generation", 0) > self.generation:
+            return  # resumed elsewhere
+        await live_store().delete(self.call_id)
+        await db(services.call_end)(call_id=self.call_id, reason="lost")
+
+
+async def _resolve_voice(voice_id: str) -> VoiceSpec | None:
+    voice = await Voice.objects.filter(voice_id=voice_id, is_available=True).afirst()
+    return VoiceSpec(voice_id=voice.voice_id, model_path=voice.model_path) if voice else None
+
+
+async def start_realtime_session(
+    *,
+    grant: CallGrant,
+    transport: Transport,
+    client_info: dict[str, str],
+    resume: str | None = None,
+) -> RealtimeSession:
+    """Check the limits, open (or resume) the call record and start the session.
+    Raises AuthError when the call may not start."""
+    persona = await Persona.objects.select_related("voice").aget(pk=grant.persona_id)
+    store = live_store()
+    history: list[dict[str, str]] = []
+    generation = 0
+    offset_s = 0.0
+    if resume:
+        call_id = call_id_from_session(resume)
+        state = await store.load(call_id) if call_id else None
+        if (
+            state is None
+            or state.get("org_id") != grant.org_id
+            or state.get("persona_id") != persona.pk
+        ):
+            raise AuthError(
+                "resume_not_possible",
+                "That call cannot be resumed: it ended or belongs to someone else.",
+                404,
+            )
+        assert call_id is not None
+        history = list(state.get("history", []))
+        generation = int(state.get("generation", 0)) + 1
+        started_at = (
+            await Call.objects.filter(pk=call_id).values_list("started_at", flat=True).afirst()
+        )
+        if started_at is not None:
+            offset_s = (timezone.now() - started_at).total_seconds()
+        pending = _pending_ends.pop(call_id, None)
+        if pending is not None:
+            pending.cancel()
+    else:
+        call_id = str(uuid.uuid4())
+    cap = settings.ORG_MAX_CONCURRENT_CALLS
+    if not await store.acquire(org_id=grant.org_id, call_id=call_id, cap=cap):
+        raise AuthError(
+            "concurrency_limit",
+            f"Your organization already has {cap} calls in progress; try again later.",
+            429,
+        )
+    try:
+        if not resume:
+            await db(services.call_start)(
+                call_id=call_id, grant=grant, transport=transport.name, client_info=client_info
+            )
+        recorder = DbRecorder(
+            call_id=call_id, org_id=grant.org_id, persona_id=persona.pk, generation=generation
+        )
+        await recorder.alive(history)
+        inference = await get_inference()
+        config = call_config_from_persona(persona)
+        call = VoiceCall(config, inference, await asyncio.to_thread(vad_model))
+        for message in history:
+            call.add_message(message["role"], message["content"])
+        session = RealtimeSession(
+            session_id=session_id_for(call_id),
+            persona_slug=persona.slug,
+            call=call,
+            inference=inference,
+            transport=transport,
+            limits=Limits(
+                max_duration_s=persona.max_call_duration_s,
+                idle_timeout_s=persona.idle_timeout_s,
+                max_message_bytes=settings.REALTIME_MAX_MESSAGE_BYTES,
+            ),
+            recorder=recorder,
+            resolve_voice=_resolve_voice,
+            elapsed_offset_s=offset_s,
+        )
+        await session.start()
+        if grant.session_config:
+            await session.handle_text(_as_update(grant.session_config))
+        if not resume:
+            session.greet()
+    except BaseException:
+        await store.release(org_id=grant.org_id, call_id=call_id)
+        with contextlib.suppress(Exception):
+            await db(services.call_end)(call_id=call_id, reason="error")
+        raise
+    return session
+
+
+def _as_update(config: dict[str, Any]) -> str:
+    session = {k: v for k, v in config.items() if k not in ("model", "type")}
+    return json.dumps({"type": "session.update", "session": {"type": "realtime", **session}})

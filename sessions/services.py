@@ -1,0 +1,93 @@
+"""Writes for call records. Called from the call loop through
+``database_sync_to_async``; each write is small and committed at once, so a
+web process that dies loses at most the turn in flight."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from sessions.auth import CallGrant
+from sessions.models import Call, CallItem, CallTurn
+from voiceapp.engine.tracing import SPAN_NAMES
+from voiceapp.personas.models import Persona
+
+STORED_SPANS = [name for name in SPAN_NAMES if name != "send_ms"]
+
+
+def call_start(
+    *, call_id: str, grant: CallGrant, transport: str, client_info: dict[str, str]
+) -> Call:
+    persona = Persona.objects.get(pk=grant.persona_id, org_id=grant.org_id)
+    return Call.objects.create(
+        id=call_id,
+        org_id=grant.org_id,
+        persona=persona,
+        persona_name=persona.name,
+        transport=transport,
+        client_info=client_info,
+    )
+
+
+def call_touch(*, call_id: str) -> None:
+    Call.objects.filter(pk=call_id, ended_at=None).update(last_seen_at=timezone.now())
+
+
+def call_item_record(
+    *, call_id: str, item_id: str, role: str, text: str, at_s: float, interrupted: bool = False
+) -> None:
+    CallItem.objects.update_or_create(
+        call_id=call_id,
+        item_id=item_id,
+        defaults={"role": role, "text": text, "at_s": round(at_s, 3), "interrupted": interrupted},
+    )
+
+
+def call_item_truncate(*, call_id: str, item_id: str, text: str) -> None:
+    CallItem.objects.filter(call_id=call_id, item_id=item_id).update(text=text, interrupted=True)
+
+
+def call_turn_record(
+    *, call_id: str, response_id: str, status: str, at_s: float, spans: dict[str, Any]
+) -> None:
+    values = {name: spans.get(name) for name in STORED_SPANS}
+    CallTurn.objects.create(
+        call_id=call_id,
+        response_id=response_id,
+        status=status,
+        at_s=round(at_s, 3),
+        spans=spans,
+        **values,
+    )
+
+
+@transaction.atomic
+def call_end(*, call_id: str, reason: str) -> Call | None:
+    call = Call.objects.select_for_update().filter(pk=call_id).first()
+    if call is None or call.ended_at is not None:
+        return call
+    call.ended_at = timezone.now()
+    call.last_seen_at = call.ended_at
+    call.duration_s = round((call.ended_at - call.started_at).total_seconds(), 2)
+    call.end_reason = reason
+    call.save(update_fields=["ended_at", "last_seen_at", "duration_s", "end_reason"])
+    return call
+
+
+def calls_reconcile(*, stale_after_s: float) -> int:
+    """Close calls whose process stopped reporting: their duration is the last
+    time they were seen alive."""
+    cutoff = timezone.now() - timedelta(seconds=stale_after_s)
+    closed = 0
+    for call in Call.objects.filter(ended_at=None, last_seen_at__lt=cutoff):
+        with transaction.atomic():
+            updated = Call.objects.filter(pk=call.pk, ended_at=None).update(
+                ended_at=call.last_seen_at,
+                duration_s=round((call.last_seen_at - call.started_at).total_seconds(), 2),
+                end_reason=Call.EndReason.LOST,
+            )
+            closed += updated
+    return closed

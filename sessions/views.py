@@ -1,0 +1,151 @@
+"""HTTP endpoints that start calls: client secrets for servers and for the widget."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+from django.core.exceptions import RequestDataTooBig
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_http_methods
+
+from sessions.auth import (
+    AuthError,
+    client_secret_create,
+    client_secret_ttl,
+    persona_for_secret_key_sync,
+    widget_grant_sync,
+)
+from sessions.ice import ice_servers
+from sessions.models import ClientSecret
+from voiceapp.personas.models import Persona
+
+MAX_BODY_BYTES = 64 * 1024
+
+
+def error_response(exc: AuthError, **headers: str) -> JsonResponse:
+    return JsonResponse(
+        {"error": {**exc.as_error(), "param": None}}, status=exc.status, headers=headers
+    )
+
+
+def _json_body(request: HttpRequest) -> dict[str, Any]:
+    try:
+        size = len(request.body)
+    except RequestDataTooBig:
+        size = MAX_BODY_BYTES + 1
+    if size > MAX_BODY_BYTES:
+        raise AuthError("body_too_large", f"The body may be at most {MAX_BODY_BYTES} bytes.", 413)
+    if not request.body:
+        return {}
+    if request.content_type != "application/json":
+        raise AuthError("unsupported_media_type", "Send the body as application/json.", 415)
+    try:
+        body = json.loads(request.body)
+    except ValueError as exc:
+        raise AuthError("invalid_json", f"The body is not valid JSON: {exc}.", 400) from exc
+    if not isinstance(body, dict):
+        raise AuthError("invalid_json", "The body must be a JSON object.", 400)
+    return body
+
+
+def _rate_limited(bucket: str, limit: int, window_s: int = 60) -> bool:
+    key = f"ratelimit:{bucket}"
+    cache.add(key, 0, window_s)
+    try:
+        count = cache.incr(key)
+    except ValueError:  # expired between add and incr
+        cache.set(key, 1, window_s)
+        count = 1
+    return count > limit
+
+
+@csrf_exempt
+@require_http_methods(["POST"])
+def client_secrets(request: HttpRequest) -> JsonResponse:
+    """``POST /v1/realtime/client_secrets`` with a secret key: a single-use,
+    short-lived secret for one call with one persona."""
+    try:
+        scheme, _, raw = request.headers.get("Authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not raw:
+            raise AuthError("missing_api_key", "Use “Authorization: Bearer sk_...”.")
+        body = _json_body(request)
+        session = body.get("session") or {}
+        expires_after = body.get("expires_after") or {}
+        if not isinstance(session, dict) or not isinstance(expires_after, dict):
+            raise AuthError("invalid_value", "session and expires_after must be objects.", 400)
+        ttl = client_secret_ttl(expires_after.get("seconds"))
+        org, persona = persona_for_secret_key_sync(raw.strip(), model=session.get("model"))
+        if _rate_limited(f"secrets:{org.pk}", settings.SESSION_START_RATE_LIMIT_PER_MIN):
+            raise AuthError("rate_limit_exceeded", "Too many client secrets; slow down.", 429)
+        secret, value = client_secret_create(
+            org=org, persona=persona, ttl_s=ttl, session_config=session
+        )
+    except AuthError as exc:
+        return error_response(exc)
+    return JsonResponse(
+        {
+            "value": value,
+            "expires_at": int(secret.expires_at.timestamp()),
+            "session": {
+                "type": "realtime",
+                "object": "realtime.session",
+                "model": persona.slug,
+                **{k: v for k, v in session.items() if k not in ("type", "model")},
+            },
+        }
+    )
+
+
+def _cors(request: HttpRequest) -> dict[str, str]:
+    origin = request.headers.get("Origin", "")
+    if not origin:
+        return {}
+    return {
+        "Access-Control-Allow-Origin": origin,
+        "Vary": "Origin",
+        "Access-Control-Allow-Methods": "POST, OPTIONS",
+        "Access-Control-Allow-Headers": "Content-Type",
+        "Access-Control-Max-Age": "600",
+    }
+
+
+@csrf_exempt
+@require_http_methods(["POST", "OPTIONS"])
+def widget_session(request: HttpRequest) -> HttpResponse:
+    """``POST /v1/widget/sessions`` from the widget on a customer's page: trades a
+    publishable key for a client secret when the page's origin is allowed."""
+    headers = _cors(request)
+    if request.method == "OPTIONS":
+        return HttpResponse(status=204, headers=headers)
+    try:
+        body = _json_body(request)
+        key, persona_slug = body.get("key"), body.get("persona")
+        if not isinstance(key, str) or not isinstance(persona_slug, str):
+            raise AuthError("invalid_value", 'Send {"key": "pk_...", "persona": "<slug>"}.', 400)
+        ip = request.META.get("REMOTE_ADDR", "")
+        if _rate_limited(f"widget:{key[:40]}:{ip}", settings.SESSION_START_RATE_LIMIT_PER_MIN):
+            raise AuthError("rate_limit_exceeded", "Too many calls started; wait a minute.", 429)
+        persona, origin = widget_grant_sync(
+            key=key, persona_slug=persona_slug, origin=request.headers.get("Origin", "")
+        )
+        secret, value = client_secret_create(
+            org=persona.org, persona=persona, ttl_s=settings.CLIENT_SECRET_TTL_S, origin=origin
+        )
+    except AuthError as exc:
+        return error_response(exc, **headers)
+    return JsonResponse(widget_session_payload(persona, secret, value), headers=headers)
+
+
+def widget_session_payload(persona: Persona, secret: ClientSecret, value: str) -> dict[str, Any]:
+    """What the widget needs to place a call: its client secret, ICE servers, URLs."""
+    return {
+        "client_secret": {"value": value, "expires_at": int(secret.expires_at.timestamp())},
+        "persona": {"slug": persona.slug, "name": persona.name},
+        "ice_servers": ice_servers(user=f"org{persona.org_id}"),
+        "calls_url": "/v1/realtime/calls",
+        "websocket_url": f"/v1/realtime?model={persona.slug}",
+    }

@@ -1,0 +1,633 @@
+"""WebRTC transport: one aiortc peer per call, in the web process.
+
+`POST /v1/realtime/calls` takes an SDP offer (bearer: an ephemeral client
+secret) and answers with the SDP answer. Microphone audio arrives on the
+media track (Opus, decoded to 48 kHz stereo) and goes to the session as PCM16;
+the agent's audio goes back on our outgoing track, paced as 20 ms frames at
+48 kHz. Protocol events travel as JSON on the data channel `oai-events`, which
+the client opens. A `WebRTCCall` owns the peer, the session and every task
+they need; the module's registry owns the calls until they end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import enum
+import fractions
+import json
+import logging
+import time
+import uuid
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+import aioice.ice
+import numpy as np
+from aiortc import (
+    MediaStreamTrack,
+    RTCConfiguration,
+    RTCDataChannel,
+    RTCIceServer,
+    RTCPeerConnection,
+    RTCSessionDescription,
+)
+from aiortc.mediastreams import MediaStreamError
+from aiortc.sdp import SessionDescription
+from av import AudioFrame
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from sessions.auth import AuthError, CallGrant, grant_from_client_secret
+from sessions.ice import ice_servers
+from sessions.runner import call_id_from_session, start_realtime_session
+from voiceapp.engine.audio import StreamResampler, float_to_pcm16, pcm16_to_float
+
+log = logging.getLogger(__name__)
+
+RATE = 48000
+FRAME_MS = 20
+FRAME_SAMPLES = RATE * FRAME_MS // 1000
+FRAME_BYTES = FRAME_SAMPLES * 2
+EVENTS_LABEL = "oai-events"
+MAX_OFFER_BYTES = 64 * 1024
+MAX_PENDING_EVENTS = 2000
+CLIENT_GONE = frozenset({"hangup", "lost", "error"})  # end reasons where nobody is listening
+
+
+# ----- outgoing audio --------------------------------------------------------
+
+
+class OutputAudioTrack(MediaStreamTrack):
+    """Agent audio as 20 ms PCM16 mono frames at 48 kHz, paced against the clock.
+
+    `write()` appends audio at any rate (resampled here); `recv()` hands the
+    sender one frame per 20 ms, silence when nothing is queued. The queue is
+    small because the engine releases audio only a little ahead of real time;
+    `clear()` drops it on barge-in.
+    """
+
+    kind = "audio"
+
+    def __init__(self, *, max_buffer_ms: int = 10_000) -> None:
+        super().__init__()
+        self._buffer = bytearray()
+        self._max_bytes = max_buffer_ms * RATE // 1000 * 2
+        self._resampler: StreamResampler | None = None
+        self._start: float | None = None
+        self._timestamp = 0
+        self._empty = asyncio.Event()
+        self._empty.set()
+        self.frames_sent = 0
+        self.audio_frames_sent = 0  # frames that carried agent audio
+
+    @property
+    def buffered_ms(self) -> int:
+        return len(self._buffer) * 1000 // (RATE * 2)
+
+    def write(self, pcm: bytes, sample_rate: int) -> None:
+        """Queue PCM16 mono audio at `sample_rate`."""
+        if self._resampler is None or self._resampler.in_rate != sample_rate:
+            self._resampler = StreamResampler(sample_rate, RATE)
+        out = self._resampler.process(pcm16_to_float(pcm))
+        self._buffer += float_to_pcm16(out)
+        if self._buffer:
+            self._empty.clear()
+        overflow = len(self._buffer) - self._max_bytes
+        if overflow > 0:  # only when the session outruns real time by seconds
+            log.warning("output audio buffer full: dropping %d ms", overflow * 500 // RATE)
+            del self._buffer[:overflow]
+
+    def clear(self) -> None:
+        """Drop queued audio now (barge-in)."""
+        self._buffer.clear()
+        self._resampler = None
+        self._empty.set()
+
+    async def drained(self) -> None:
+        """Wait until every queued frame was handed to the sender."""
+        await self._empty.wait()
+
+    async def recv(self) -> AudioFrame:
+        if self.readyState != "live":
+            raise MediaStreamError
+        now = time.monotonic()
+        if self._start is None:
+            self._start = now
+        else:
+            self._timestamp += FRAME_SAMPLES
+            wait = self._start + self._timestamp / RATE - now
+            if wait > 0:
+                await asyncio.sleep(wait)
+            elif wait < -0.2:  # the loop stalled: do not burst the backlog, re-anchor
+                self._start = now - self._timestamp / RATE
+        chunk = bytes(self._buffer[:FRAME_BYTES])
+        del self._buffer[:FRAME_BYTES]
+        if chunk:
+            self.audio_frames_sent += 1
+        if not self._buffer:
+            self._empty.set()
+        if len(chunk) < FRAME_BYTES:
+            chunk += bytes(FRAME_BYTES - len(chunk))
+        frame = AudioFrame(format="s16", layout="mono", samples=FRAME_SAMPLES)
+        frame.planes[0].update(chunk)
+        frame.pts = self._timestamp
+        frame.sample_rate = RATE
+        frame.time_base = fractions.Fraction(1, RATE)
+        self.frames_sent += 1
+        return frame
+
+
+# ----- the transport the realtime session talks to ---------------------------
+
+
+class Session(Protocol):
+    """What this module needs from `sessions.realtime.RealtimeSession`."""
+
+    async def handle_text(self, raw: str) -> None: ...
+    def push_audio(self, pcm: bytes, sample_rate: int, channels: int) -> None: ...
+    async def run(self) -> None: ...
+    async def close(self, reason: str) -> None: ...
+
+
+class WebRTCTransport:
+    """Events on the `oai-events` data channel, audio on the outgoing track.
+
+    Events sent before the client's data channel is open are kept (in order,
+    bounded) and delivered when it opens.
+    """
+
+    name = "webrtc"
+    audio_as_events = False
+
+    def __init__(
+        self, output: OutputAudioTrack, on_close: Callable[[str], Awaitable[None]]
+    ) -> None:
+        self.output = output
+        self.channel: RTCDataChannel | None = None
+        self._pending: deque[str] = deque(maxlen=MAX_PENDING_EVENTS)
+        self._on_close = on_close
+        self.close_code: int | None = None
+        self.close_reason: str | None = None
+
+    def attach(self, channel: RTCDataChannel) -> None:
+        self.channel = channel
+        if channel.readyState == "open":
+            self._drain()
+        else:
+            channel.on("open", self._drain)
+
+    def _drain(self) -> None:
+        channel = self.channel
+        while channel is not None and channel.readyState == "open" and self._pending:
+            channel.send(self._pending.popleft())
+
+    async def send_event(self, event: dict[str, Any]) -> None:
+        text = json.dumps(event, separators=(",", ":"))
+        channel = self.channel
+        if channel is not None and channel.readyState == "open":
+            self._drain()
+            channel.send(text)
+        elif channel is None or channel.readyState == "connecting":
+            self._pending.append(text)
+
+    async def send_audio(self, pcm: bytes, sample_rate: int) -> None:
+        self.output.write(pcm, sample_rate)
+
+    def flush_audio(self) -> None:
+        self.output.clear()
+
+    async def close(self, code: int, reason: str) -> None:
+        if self.close_code is None:
+            self.close_code, self.close_reason = code, reason
+        await self._on_close(reason)
+
+
+# ----- ICE -------------------------------------------------------------------
+
+
+def install_loopback_filter() -> None:
+    """Have aioice offer only 127.0.0.1 host candidates while WEBRTC_LOOPBACK_ONLY is on.
+
+    aioice looks host addresses up through one module function; we wrap it
+    once, on the first peer made with the setting on, and the wrapper reads
+    the setting on every call.
+    """
+    current = aioice.ice.get_host_addresses
+    if getattr(current, "loopback_filter", False):
+        return
+
+    def host_addresses(use_ipv4: bool, use_ipv6: bool) -> list[str]:
+        if settings.WEBRTC_LOOPBACK_ONLY:
+            return ["127.0.0.1"] if use_ipv4 else []
+        return current(use_ipv4, use_ipv6)
+
+    host_addresses.loopback_filter = True  # type: ignore[attr-defined]
+    aioice.ice.get_host_addresses = host_addresses
+
+
+def server_ice_servers() -> list[RTCIceServer]:
+    """The server peer's ICE servers: the STUN ones from settings, none on loopback.
+
+    Only STUN: it lets a server behind NAT learn its public address; relaying
+    is for the browser side, which gets the TURN credentials.
+    """
+    if settings.WEBRTC_LOOPBACK_ONLY:
+        install_loopback_filter()
+        return []
+    stun: list[str] = []
+    for server in ice_servers(user="server"):
+        urls = server.get("urls", [])
+        for url in [urls] if isinstance(urls, str) else urls:
+            if url.startswith("stun:"):
+                stun.append(url)
+    return [RTCIceServer(urls=stun[:1])] if stun else []
+
+
+# ----- one call --------------------------------------------------------------
+
+
+class OfferError(ValueError):
+    """The SDP offer cannot be answered."""
+
+
+class CallState(enum.Enum):
+    NEW = "new"
+    CONNECTING = "connecting"  # answered, waiting for ICE and DTLS
+    CONNECTED = "connected"
+    CLOSING = "closing"
+    CLOSED = "closed"
+
+
+TRANSITIONS = {
+    CallState.NEW: {CallState.CONNECTING, CallState.CLOSING},
+    CallState.CONNECTING: {CallState.CONNECTED, CallState.CLOSING},
+    CallState.CONNECTED: {CallState.CLOSING},
+    CallState.CLOSING: {CallState.CLOSED},
+    CallState.CLOSED: set(),
+}
+
+
+class WebRTCCall:
+    """One peer connection and its realtime session, from offer to hangup.
+
+    Ends when the session ends (its reason), the client hangs up ("hangup":
+    it closed the peer, the data channel or the track), ICE/DTLS fails
+    ("lost"), or the peer does not connect within `connect_timeout_s`
+    ("error"). The end reason goes to the session and the call record.
+    """
+
+    def __init__(self, *, connect_timeout_s: float = 15.0) -> None:
+        self.id = f"rtc_{uuid.uuid4().hex[:24]}"
+        self.state = CallState.NEW
+        self.connect_timeout_s = connect_timeout_s
+        self.output = OutputAudioTrack()
+        self.transport = WebRTCTransport(self.output, self._on_transport_close)
+        self.pc = RTCPeerConnection(RTCConfiguration(iceServers=server_ice_servers()))
+        self.session: Session | None = None
+        self.end_reason: str | None = None
+        self._connected = asyncio.Event()
+        self._ended = asyncio.Event()
+        self._closed = asyncio.Event()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._messages: asyncio.Queue[str] = asyncio.Queue()
+        self._inputs: list[MediaStreamTrack] = []
+        self.pc.on("track", self._on_track)
+        self.pc.on("datachannel", self._on_datachannel)
+        self.pc.on("connectionstatechange", self._on_connection_state)
+
+    async def answer(
+        self, offer_sdp: str, start_session: Callable[[WebRTCTransport], Awaitable[Session]]
+    ) -> str:
+        """Apply the offer, start the session and return the SDP answer."""
+        try:
+            await self.pc.setRemoteDescription(RTCSessionDescription(sdp=offer_sdp, type="offer"))
+        except (ValueError, KeyError, AttributeError) as exc:
+            await self.pc.close()
+            raise OfferError(f"the SDP offer cannot be used: {exc}") from exc
+        audio = [t for t in self.pc.getTransceivers() if t.kind == "audio"]
+        if not audio:
+            await self.pc.close()
+            raise OfferError("the SDP offer has no audio media section")
+        self.pc.addTrack(self.output)
+        try:
+            self.session = await start_session(self.transport)
+        except BaseException:
+            await self.pc.close()
+            raise
+        self._move(CallState.CONNECTING)
+        try:
+            answer = await self.pc.createAnswer()
+            await self.pc.setLocalDescription(answer)
+        except Exception:
+            await self.end("error")
+            raise
+        _calls[self.id] = self
+        self._spawn(self._message_loop())
+        for track in self._inputs:
+            self._spawn(self._read_audio(track))
+        self._spawn(self._lifetime())
+        return self.pc.localDescription.sdp
+
+    def _move(self, state: CallState) -> None:
+        if state not in TRANSITIONS[self.state]:
+            raise RuntimeError(f"call {self.id}: {self.state.value} -> {state.value} not allowed")
+        self.state = state
+
+    # --- peer events ---
+
+    def _on_track(self, track: MediaStreamTrack) -> None:
+        # Fired while the offer is applied, before the session exists.
+        if track.kind == "audio":
+            self._inputs.append(track)
+
+    def _on_datachannel(self, channel: RTCDataChannel) -> None:
+        if channel.label != EVENTS_LABEL:
+            log.info("call %s: ignoring data channel %r", self.id, channel.label)
+            return
+        channel.on("message", self._on_message)
+        channel.on("close", lambda: self._finish_soon("hangup"))
+        self.transport.attach(channel)
+
+    def _on_message(self, message: str | bytes) -> None:
+        if isinstance(message, bytes):
+            message = message.decode("utf-8", errors="replace")
+        self._messages.put_nowait(message)
+
+    def _on_connection_state(self) -> None:
+        state = self.pc.connectionState
+        log.debug("call %s: connection %s", self.id, state)
+        if state == "connected":
+            self._connected.set()
+            if self.state is CallState.CONNECTING:
+                self._move(CallState.CONNECTED)
+        elif state == "failed":
+            self._finish_soon("lost")
+        elif state == "closed":
+            self._finish_soon("hangup")
+
+    async def _on_transport_close(self, reason: str) -> None:
+        self._finish_soon(reason or "hangup")
+
+    def _finish_soon(self, reason: str) -> None:
+        if self.end_reason is None:
+            self.end_reason = reason
+        self._ended.set()
+
+    # --- tasks ---
+
+    def _spawn(self, coro: Awaitable[Any]) -> None:
+        task: asyncio.Task[Any] = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _read_audio(self, track: MediaStreamTrack) -> None:
+        session = self.session
+        while session is not None:
+            try:
+                frame = await track.recv()
+            except MediaStreamError:  # the client closed the peer
+                self._finish_soon("hangup")
+                return
+            assert isinstance(frame, AudioFrame)
+            pcm = np.ascontiguousarray(frame.to_ndarray()).tobytes()
+            try:
+                session.push_audio(pcm, frame.sample_rate, len(frame.layout.channels))
+            except (ValueError, RuntimeError) as exc:  # the call closed or bad audio
+                log.info("call %s: input audio stopped: %s", self.id, exc)
+                return
+
+    async def _message_loop(self) -> None:
+        while self.session is not None:
+            raw = await self._messages.get()
+            try:
+                await self.session.handle_text(raw)
+            except Exception:  # the session answers bad events itself; this is a bug
+                log.exception("call %s: handling a client event failed", self.id)
+
+    async def _lifetime(self) -> None:
+        assert self.session is not None
+        run = asyncio.ensure_future(self.session.run())
+        ended = asyncio.ensure_future(self._ended.wait())
+        watchdog = asyncio.ensure_future(self._connect_watchdog())
+        waits = {run, ended, watchdog}
+        try:
+            await asyncio.wait({run, ended}, return_when=asyncio.FIRST_COMPLETED)
+            if run.done() and self.end_reason is None:
+                self.end_reason = self.transport.close_reason or "hangup"
+        finally:
+            for task in (ended, watchdog):
+                task.cancel()
+            await self._shutdown(run)
+            await asyncio.gather(*waits, return_exceptions=True)
+
+    async def _connect_watchdog(self) -> None:
+        try:
+            await asyncio.wait_for(self._connected.wait(), self.connect_timeout_s)
+        except TimeoutError:
+            self._finish_soon("error")
+
+    async def _shutdown(self, run: asyncio.Future[None] | None = None) -> None:
+        if self.state in (CallState.CLOSING, CallState.CLOSED):
+            return
+        self._move(CallState.CLOSING)
+        reason = self.end_reason or "closed"
+        log.info("call %s: ending (%s)", self.id, reason)
+        if self.session is not None:
+            try:
+                await asyncio.wait_for(self.session.close(reason), 5.0)
+            except Exception:
+                log.exception("call %s: closing the session failed", self.id)
+        if reason not in CLIENT_GONE:  # the server ends the call: let the last words play
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(3.0):
+                    await self.output.drained()
+        if run is not None:
+            try:
+                await asyncio.wait_for(run, 5.0)
+            except BaseException:
+                log.debug("call %s: session run ended with an error", self.id, exc_info=True)
+        self.output.stop()
+        await self.pc.close()
+        current = asyncio.current_task()
+        others = [t for t in self._tasks if t is not current]
+        for task in others:
+            task.cancel()
+        if others:
+            await asyncio.wait(others, timeout=2.0)
+        self._move(CallState.CLOSED)
+        self._closed.set()
+        _calls.pop(self.id, None)
+
+    async def end(self, reason: str) -> None:
+        """End the call now (hangup, server shutdown)."""
+        self._finish_soon(reason)
+        lifetime_running = any(not t.done() for t in self._tasks)
+        if not lifetime_running:
+            await self._shutdown()
+
+    async def wait_closed(self) -> None:
+        await self._closed.wait()
+
+
+_calls: dict[str, WebRTCCall] = {}
+
+
+def active_calls() -> list[WebRTCCall]:
+    return list(_calls.values())
+
+
+_background: set[asyncio.Task[None]] = set()
+
+
+def _end_in_background(call: WebRTCCall) -> None:
+    if call.state is CallState.CLOSED:
+        return
+    task = asyncio.get_running_loop().create_task(call.end("hangup"), context=contextvars.Context())
+    _background.add(task)
+    task.add_done_callback(_background.discard)
+
+
+async def close_all(reason: str = "server_shutdown") -> None:
+    """End every call of this process (on shutdown)."""
+    calls = active_calls()
+    for call in calls:
+        await call.end(reason)
+    for call in calls:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(call.wait_closed(), 10.0)
+
+
+# ----- HTTP ------------------------------------------------------------------
+
+CORS_HEADERS = {
+    # The bearer client secret is the credential (no cookies), and the widget
+    # runs on customers' sites: any origin may call.
+    "Access-Control-Allow-Origin": "*",
+    "Access-Control-Allow-Methods": "POST, OPTIONS",
+    "Access-Control-Allow-Headers": "Authorization, Content-Type",
+    "Access-Control-Expose-Headers": "Location",
+    "Access-Control-Max-Age": "600",
+}
+
+ERROR_TYPES = {401: "authentication_error", 403: "permission_error", 429: "rate_limit_error"}
+
+
+def error_response(status: int, code: str, message: str, type_: str | None = None) -> JsonResponse:
+    body = {
+        "error": {
+            "type": type_ or ERROR_TYPES.get(status, "invalid_request_error"),
+            "code": code,
+            "message": message,
+        }
+    }
+    return JsonResponse(body, status=status, headers=CORS_HEADERS)
+
+
+def parse_offer(body: bytes) -> str:
+    """The offer's SDP text, checked enough to answer it. Raises OfferError."""
+    if not body:
+        raise OfferError("the request body must be an SDP offer")
+    if len(body) > MAX_OFFER_BYTES:
+        raise OfferError(f"the SDP offer is larger than {MAX_OFFER_BYTES} bytes")
+    try:
+        sdp = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise OfferError("the SDP offer is not UTF-8 text") from exc
+    if not sdp.lstrip().startswith("v=0"):
+        raise OfferError("the SDP offer must start with v=0")
+    try:
+        parsed = SessionDescription.parse(sdp)
+    except (ValueError, IndexError, KeyError, StopIteration) as exc:
+        raise OfferError(f"the SDP offer cannot be parsed: {exc}") from exc
+    if not any(m.kind == "audio" for m in parsed.media):
+        raise OfferError("the SDP offer has no audio media section")
+    for media in parsed.media:  # what aiortc would refuse later, after the secret is spent
+        ice = media.ice
+        if ice is None or not ice.usernameFragment or not ice.password:
+            raise OfferError("the SDP offer has no ICE username fragment or password")
+        if not media.dtls or not media.dtls.fingerprints:
+            raise OfferError("the SDP offer has no DTLS fingerprint")
+        if media.kind == "audio" and not media.rtcp_mux:
+            raise OfferError("the SDP offer must use RTCP multiplexing (a=rtcp-mux)")
+    return sdp
+
+
+def _bearer(request: HttpRequest) -> str | None:
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        return None
+    return token.strip()
+
+
+def _client_info(request: HttpRequest) -> dict[str, str]:
+    return {
+        "ip": request.META.get("REMOTE_ADDR", ""),
+        "user_agent": request.headers.get("User-Agent", "")[:300],
+        "origin": request.headers.get("Origin", "")[:200],
+    }
+
+
+@csrf_exempt
+async def calls_create(request: HttpRequest) -> HttpResponse:
+    """`POST /v1/realtime/calls`: SDP offer in, SDP answer out (201, Location)."""
+    if request.method == "OPTIONS":
+        return HttpResponse(status=204, headers=CORS_HEADERS)
+    if request.method != "POST":
+        return error_response(405, "method_not_allowed", "Use POST with an SDP offer.")
+    if request.content_type != "application/sdp":
+        return error_response(
+            415, "unsupported_media_type", "Send the SDP offer with Content-Type: application/sdp."
+        )
+    try:
+        offer = parse_offer(request.body)
+    except OfferError as exc:
+        return error_response(400, "invalid_offer", str(exc))
+    token = _bearer(request)
+    if token is None:
+        return error_response(
+            401, "missing_authorization", "Send an ephemeral client secret as a Bearer token."
+        )
+    try:
+        grant: CallGrant = await grant_from_client_secret(token, model=request.GET.get("model"))
+    except AuthError as exc:
+        return error_response(exc.status, exc.code, exc.message)
+
+    call = WebRTCCall(connect_timeout_s=settings.WEBRTC_CONNECT_TIMEOUT_S)
+    info = _client_info(request)
+
+    async def start(transport: WebRTCTransport) -> Session:
+        session: Session = await start_realtime_session(
+            grant=grant, transport=transport, client_info=info
+        )
+        return session
+
+    # The call outlives this request: run it in a fresh context, not in the
+    # request's (whose thread-sensitive executor is shut down with the response).
+    loop = asyncio.get_running_loop()
+    answering = loop.create_task(call.answer(offer, start), context=contextvars.Context())
+    try:
+        answer = await asyncio.shield(answering)
+    except asyncio.CancelledError:  # the client went away while we answered
+        answering.add_done_callback(lambda _: _end_in_background(call))
+        raise
+    except OfferError as exc:
+        return error_response(400, "invalid_offer", str(exc))
+    except AuthError as exc:
+        return error_response(exc.status, exc.code, exc.message)
+    except Exception:
+        log.exception("call %s: could not answer the offer", call.id)
+        return error_response(
+            500, "server_error", "The call could not be started; try again.", "server_error"
+        )
+    call_id = call_id_from_session(str(getattr(call.session, "id", ""))) or call.id
+    return HttpResponse(
+        answer,
+        status=201,
+        content_type="application/sdp",
+        headers={**CORS_HEADERS, "Location": f"/v1/realtime/calls/{call_id}"},
+    )

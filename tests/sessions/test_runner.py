@@ -1,0 +1,131 @@
+"""Starting and resuming calls in-process: the runner's bookkeeping, without a socket."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from sessions.auth import AuthError, CallGrant
+from sessions.models import Call
+from sessions.runner import start_realtime_session
+from tests.conftest import Tenant
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+class ListTransport:
+    name = "websocket"
+    audio_as_events = True
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.closed: tuple[int, str] | None = None
+
+    async def send_event(self, event: dict[str, Any]) -> None:
+        self.events.append(event)
+
+    async def send_audio(self, pcm: bytes, sample_rate: int) -> None:
+        raise AssertionError("audio travels as events here")
+
+    async def close(self, code: int, reason: str) -> None:
+        self.closed = (code, reason)
+
+
+def grant_for(tenant: Tenant) -> CallGrant:
+    persona = tenant.org.personas.get()
+    persona.agent_speaks_first = False
+    persona.save()
+    return CallGrant(
+        org_id=tenant.org.pk, persona_id=persona.pk, persona_slug=persona.slug, session_config={}
+    )
+
+
+async def wait_ended(call_id: str) -> Call:
+    for _ in range(100):
+        call = await Call.objects.aget(pk=call_id)
+        if call.ended_at is not None:
+            return call
+        await asyncio.sleep(0.1)
+    raise AssertionError("call not ended")
+
+
+def test_resume_restores_history_and_the_record(tenant_a: Tenant, settings) -> None:  # type: ignore[no-untyped-def]
+    settings.CALL_RESUME_WINDOW_S = 2
+    grant = grant_for(tenant_a)
+
+    async def scenario() -> tuple[list[dict[str, str]], str, str, Call]:
+        first = await start_realtime_session(grant=grant, transport=ListTransport(), client_info={})
+        await first.handle_text(
+            '{"type": "conversation.item.create", "item": {"type": "message",'
+            ' "role": "user", "content": [{"type": "input_text",'
+            ' "text": "My name is Zelda."}]}}'
+        )
+        await first.close("lost")
+        second = await start_realtime_session(
+            grant=grant, transport=ListTransport(), client_info={}, resume=first.id
+        )
+        history = list(second.call.history)
+        await second.close("hangup")
+        call_id = first.id.removeprefix("sess_")
+        import uuid
+
+        return history, first.id, second.id, await wait_ended(str(uuid.UUID(call_id)))
+
+    history, first_id, second_id, call = asyncio.run(scenario())
+
+    assert history == [{"role": "user", "content": "My name is Zelda."}]
+    assert first_id == second_id
+    assert call.end_reason == "hangup"
+    assert Call.objects.count() == 1
+
+
+def test_lost_call_ends_after_the_resume_window(tenant_a: Tenant, settings) -> None:  # type: ignore[no-untyped-def]
+    settings.CALL_RESUME_WINDOW_S = 1
+    grant = grant_for(tenant_a)
+
+    async def scenario() -> tuple[Call, str]:
+        session = await start_realtime_session(
+            grant=grant, transport=ListTransport(), client_info={}
+        )
+        await session.close("lost")
+        import uuid
+
+        call = await wait_ended(str(uuid.UUID(session.id.removeprefix("sess_"))))
+        with pytest.raises(AuthError) as exc:
+            await start_realtime_session(
+                grant=grant, transport=ListTransport(), client_info={}, resume=session.id
+            )
+        return call, exc.value.code
+
+    call, code = asyncio.run(scenario())
+
+    assert call.end_reason == "lost"
+    assert code == "resume_not_possible"
+
+
+def test_other_org_cannot_resume(tenant_a: Tenant, tenant_b: Tenant, settings) -> None:  # type: ignore[no-untyped-def]
+    settings.CALL_RESUME_WINDOW_S = 2
+
+    grant_a, grant_b = grant_for(tenant_a), grant_for(tenant_b)
+
+    async def scenario() -> str:
+        session = await start_realtime_session(
+            grant=grant_a, transport=ListTransport(), client_info={}
+        )
+        await session.close("lost")
+        try:
+            await start_realtime_session(
+                grant=grant_b,
+                transport=ListTransport(),
+                client_info={},
+                resume=session.id,
+            )
+        except AuthError as exc:
+            return exc.code
+        finally:
+            await asyncio.sleep(1.5)  # let the first call's resume window close it
+        return "resumed"
+
+    assert asyncio.run(scenario()) == "resume_not_possible"

@@ -33,6 +33,7 @@ from voiceapp.engine.call import CallConfig, VoiceCall
 from voiceapp.engine.frames import ResponseDone, TranscriptFinal, TTSAudio
 from voiceapp.engine.llm import LLMOptions
 from voiceapp.engine.models import default_voice
+from voiceapp.engine.tracing import SPAN_NAMES
 from voiceapp.engine.turns import TurnSettings
 from voiceapp.engine.vad import SileroModel
 from voiceapp.inference.client import ChannelsInference
@@ -45,16 +46,7 @@ RESULTS = ROOT / "bench" / "results"
 CHUNK = RATE // 50  # 20 ms
 WORKER_CMD = (sys.executable, "-m", "voiceapp.inference.worker")
 LEAD_SILENCE_S = 0.4
-SPANS = (
-    "v2v_ms",
-    "endpoint_ms",
-    "asr_ms",
-    "llm_queue_ms",
-    "llm_first_token_ms",
-    "first_clause_ms",
-    "tts_first_audio_ms",
-    "send_ms",
-)
+SPANS = SPAN_NAMES
 
 INSTRUCTIONS = (
     "You are the friendly voice assistant of a small neighbourhood shop. "

@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.conf import settings
@@ -53,6 +54,30 @@ def _clean_cache() -> None:
     from django.core.cache import cache
 
     cache.clear()
+
+
+# --- Real models and real audio, loaded once per test process (see tests/engine/conftest.py)
+
+
+@pytest.fixture(scope="session")
+def models() -> Any:
+    from tests.engine.conftest import shared_models
+
+    return shared_models()
+
+
+@pytest.fixture(scope="session")
+def vad_model() -> Any:
+    from tests.engine.conftest import shared_vad
+
+    return shared_vad()
+
+
+@pytest.fixture(scope="session")
+def clips(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    from tests.engine.conftest import audio_set
+
+    return audio_set(tmp_path_factory.mktemp("audio"))
 
 
 @dataclass

@@ -111,21 +111,6 @@ def audio_set(workdir: Path) -> dict[str, Clip]:
     }
 
 
-@pytest.fixture(scope="session")
-def models() -> LocalInference:
-    return shared_models()
-
-
-@pytest.fixture(scope="session")
-def vad_model() -> SileroModel:
-    return shared_vad()
-
-
-@pytest.fixture(scope="session")
-def clips(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Clip]:
-    return audio_set(tmp_path_factory.mktemp("audio"))
-
-
 def fast_config(**overrides: object) -> CallConfig:
     """A call config for tests: no playback pacing unless asked, deterministic replies."""
     base = CallConfig(

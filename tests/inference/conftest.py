@@ -14,9 +14,7 @@ from pathlib import Path
 import pytest
 from channels_redis.core import RedisChannelLayer
 
-from tests.engine.conftest import Clip, audio_set, shared_models, shared_vad
 from voiceapp.engine.inference import LocalInference
-from voiceapp.engine.vad import SileroModel
 from voiceapp.inference.client import ChannelsInference, ClientSettings
 from voiceapp.inference.protocol import redis_hosts
 from voiceapp.inference.worker import InferenceWorker
@@ -54,21 +52,6 @@ def make_layer(redis_available: str, prefix: str) -> Callable[[], RedisChannelLa
         return RedisChannelLayer(hosts=redis_hosts(redis_available), prefix=prefix, expiry=10)
 
     return make
-
-
-@pytest.fixture(scope="session")
-def models() -> LocalInference:
-    return shared_models()
-
-
-@pytest.fixture(scope="session")
-def vad_model() -> SileroModel:
-    return shared_vad()
-
-
-@pytest.fixture(scope="session")
-def clips(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Clip]:
-    return audio_set(tmp_path_factory.mktemp("audio"))
 
 
 @pytest.fixture

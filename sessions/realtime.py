@@ -159,6 +159,8 @@ class RealtimeSession:
         self._elapsed_offset = elapsed_offset_s  # a resumed call goes on from its first start
         self._last_activity = clock()
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._writes: set[asyncio.Task[Any]] = set()  # record writes: finished, not cancelled
+        self._last_write: asyncio.Task[Any] | None = None
         self._closed = False
         self.end_reason: str | None = None
         self.ended = asyncio.Event()
@@ -214,6 +216,8 @@ class RealtimeSession:
         pending = [t for t in self._tasks if t is not current]
         if pending:
             await asyncio.wait(pending, timeout=2.0)
+        if self._writes:
+            await asyncio.wait(set(self._writes), timeout=10.0)
         with contextlib.suppress(Exception):
             await self._recorder.ended(self.end_reason)
         self.ended.set()
@@ -240,6 +244,25 @@ class RealtimeSession:
         with contextlib.suppress(Exception):
             await self.transport.close(1000, reason)
         await self.close(reason)
+
+    def _record(self, coro: Awaitable[Any]) -> None:
+        """Write to the call record without holding up events; `close()` lets
+        every write finish (a hang-up right after `response.done` loses nothing)."""
+
+        previous = self._last_write
+
+        async def write() -> None:
+            if previous is not None:  # one at a time, in order
+                await asyncio.wait([previous])
+            try:
+                await coro
+            except Exception:
+                log.exception("session %s: recording failed", self.id)
+
+        task = asyncio.ensure_future(write())
+        self._last_write = task
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
 
     def _spawn(self, coro: Awaitable[Any]) -> asyncio.Task[Any]:
         task = asyncio.ensure_future(coro)
@@ -663,8 +686,8 @@ class RealtimeSession:
         ):
             await self._send({"type": kind, "previous_item_id": previous, "item": full})
         if role == "user":
-            await self._recorder.user_item(item_id, text, self._elapsed())
-        await self._recorder.alive([dict(m) for m in self.call.history])
+            self._record(self._recorder.user_item(item_id, text, self._elapsed()))
+        self._record(self._recorder.alive([dict(m) for m in self.call.history]))
 
     async def _truncate(self, event: dict[str, Any]) -> None:
         item_id = _require(event, "item_id", str, "item_id")
@@ -683,7 +706,7 @@ class RealtimeSession:
             )
         heard = self.call.truncate(audio_end_ms)
         reply.heard = heard
-        await self._recorder.truncate(item_id, heard)
+        self._record(self._recorder.truncate(item_id, heard))
         await self._send(
             {
                 "type": "conversation.item.truncated",
@@ -798,8 +821,8 @@ class RealtimeSession:
             }
         )
         if text:
-            await self._recorder.user_item(item_id, text, self._elapsed())
-        await self._recorder.alive([dict(m) for m in self.call.history])
+            self._record(self._recorder.user_item(item_id, text, self._elapsed()))
+        self._record(self._recorder.alive([dict(m) for m in self.call.history]))
 
     async def _pump(self) -> None:
         try:
@@ -1072,6 +1095,10 @@ class RealtimeSession:
         self._last_assistant = reply
         reply.done.set()
         if text:
-            await self._recorder.assistant_item(reply.item_id, text, self._elapsed(), interrupted)
-        await self._recorder.turn(reply.response_id, frame.status, self._elapsed(), frame.latency)
-        await self._recorder.alive([dict(m) for m in self.call.history])
+            self._record(
+                self._recorder.assistant_item(reply.item_id, text, self._elapsed(), interrupted)
+            )
+        self._record(
+            self._recorder.turn(reply.response_id, frame.status, self._elapsed(), frame.latency)
+        )
+        self._record(self._recorder.alive([dict(m) for m in self.call.history]))

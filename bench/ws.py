@@ -32,6 +32,9 @@ from typing import Any
 
 import numpy as np
 
+from voiceapp.engine.audio import float_to_pcm16
+from voiceapp.engine.tracing import SPAN_NAMES
+
 from .latency import RESULTS, stats
 from .questions import RATE, Question, load_questions
 
@@ -170,7 +173,7 @@ async def ask(conn: Any, question: Question) -> dict[str, Any]:
     lead = np.zeros(int(0.4 * RATE), dtype=np.float32)
     tail = np.zeros(int(2.0 * RATE), dtype=np.float32)
     audio = np.concatenate([lead, question.samples, tail])
-    pcm = (np.clip(audio, -1, 1) * 32767).astype("<i2").tobytes()
+    pcm = float_to_pcm16(audio)
     step = int(RATE * CHUNK_S) * 2
     speech_end_byte = int((len(lead) / RATE + question.speech_end_s) * RATE) * 2
     sent_end_at: float | None = None
@@ -240,15 +243,7 @@ def summarize(turns: list[dict[str, Any]]) -> dict[str, Any]:
         "answered": len(ok),
         "client_v2v_ms": stats([t["client_v2v_ms"] for t in ok]),
     }
-    for span in (
-        "v2v_ms",
-        "endpoint_ms",
-        "asr_ms",
-        "llm_queue_ms",
-        "llm_first_token_ms",
-        "first_clause_ms",
-        "tts_first_audio_ms",
-    ):
+    for span in SPAN_NAMES[:-1]:  # all but send_ms, which response.latency leaves out
         values = [t["server"].get(span) for t in ok if t["server"].get(span) is not None]
         out[f"server_{span}"] = stats(values)
     return out

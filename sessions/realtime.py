@@ -22,9 +22,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-import numpy as np
-
-from voiceapp.engine.audio import AudioFormatError, pcm16_to_float, resample
+from voiceapp.engine.audio import AudioFormatError, float_to_pcm16, pcm16_to_float, resample
 from voiceapp.engine.call import CallConfig, VoiceCall
 from voiceapp.engine.frames import (
     ErrorFrame,
@@ -599,7 +597,7 @@ class RealtimeSession:
                 mono = mono.mean(axis=1)
             if sample_rate != PCM_RATE:
                 mono = resample(mono, sample_rate, PCM_RATE)
-            self._manual_audio.extend((np.clip(mono, -1, 1) * 32767).astype("<i2").tobytes())
+            self._manual_audio.extend(float_to_pcm16(mono))
             return
         self.call.push_audio(pcm, sample_rate, channels)
 
@@ -939,7 +937,7 @@ class RealtimeSession:
         pcm = frame.pcm
         if frame.sample_rate != PCM_RATE:
             samples = resample(pcm16_to_float(pcm, 1), frame.sample_rate, PCM_RATE)
-            pcm = (np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes()
+            pcm = float_to_pcm16(samples)
         await self._send(
             {
                 "type": "response.output_audio.delta",

@@ -8,11 +8,13 @@ import time
 from collections.abc import Callable
 
 import pytest
+from channels_redis.core import RedisChannelLayer
 
 from tests.engine.conftest import Clip, words
 from voiceapp.engine.inference import InferenceError, collect
 from voiceapp.engine.models import default_voice
 from voiceapp.inference.client import ChannelsInference
+from voiceapp.inference.protocol import CHANNELS, WORKER_CHANNEL_PREFIX
 from voiceapp.inference.worker import InferenceWorker
 
 StartProcess = Callable[[], subprocess.Popen[bytes]]
@@ -72,3 +74,30 @@ async def test_hung_worker_fails_over_to_a_healthy_one(
     assert {"capital", "france"} <= words(transcript.text)
     assert isinstance(healthy, InferenceWorker) and healthy.served["asr"] == 1
     assert 0.9 <= elapsed < 3.0
+
+
+async def test_a_late_accept_of_an_abandoned_attempt_is_cancelled(
+    make_layer: Callable[[], RedisChannelLayer], client: ChannelsInference
+) -> None:
+    # given a worker that takes a request but only accepts it after the caller gave up
+    worker = make_layer()
+    request = asyncio.create_task(collect(client.synthesize("Hello.", default_voice())))
+    first = await worker.receive(CHANNELS["tts"])
+    retry = await asyncio.wait_for(worker.receive(CHANNELS["tts"]), 3.0)
+    assert retry["reply_channel"] == first["reply_channel"]
+    assert retry["request_id"] != first["request_id"]
+    late = f"{WORKER_CHANNEL_PREFIX}.late"
+    reply = first["reply_channel"]
+    await worker.send(reply, accepted(first["request_id"], late))
+    # when the retry is served by another worker
+    other = f"{WORKER_CHANNEL_PREFIX}.other"
+    await worker.send(reply, accepted(retry["request_id"], other))
+    await worker.send(reply, {"type": "inference.done", "request_id": retry["request_id"]})
+    # then the caller finishes with the retry and tells the late worker to cancel
+    assert await asyncio.wait_for(request, 3.0) == []
+    cancel = await asyncio.wait_for(worker.receive(late), 3.0)
+    assert cancel == {"type": "inference.cancel", "request_id": first["request_id"]}
+
+
+def accepted(request_id: str, worker: str) -> dict[str, str]:
+    return {"type": "inference.accepted", "request_id": request_id, "worker": worker}

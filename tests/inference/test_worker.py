@@ -4,13 +4,14 @@ import asyncio
 from collections.abc import Callable
 
 import numpy as np
+from channels_redis.core import RedisChannelLayer
 
 from tests.engine.conftest import Clip, wait_until, words
 from voiceapp.engine.audio import resample
 from voiceapp.engine.inference import LocalInference, collect
 from voiceapp.engine.llm import LlamaLLM, LLMOptions
 from voiceapp.engine.models import default_voice
-from voiceapp.inference.client import ChannelsInference
+from voiceapp.inference.client import ChannelsInference, ClientSettings
 from voiceapp.inference.worker import InferenceWorker
 
 StartWorker = Callable[..., InferenceWorker]
@@ -70,11 +71,13 @@ async def test_cancel_stops_the_generation_in_the_worker(
 
 
 async def test_two_workers_share_the_requests(
-    start_worker: StartWorker, client: ChannelsInference
+    start_worker: StartWorker, make_layer: Callable[[], RedisChannelLayer]
 ) -> None:
-    # given two workers that synthesize one clause at a time each
+    # given two workers that synthesize one clause at a time each, and a caller that
+    # waits long enough for a queued request to be taken (no failover in this test)
     first = await start_worker(slots={"tts": 1})
     second = await start_worker(slots={"tts": 1})
+    client = ChannelsInference(make_layer(), ClientSettings(accept_timeout_s=5.0))
     # when eight clauses are requested at once
     texts = [f"This is sentence number {n}." for n in range(8)]
     streams = [client.synthesize(t, default_voice()) for t in texts]

@@ -7,6 +7,10 @@ ends within `request_timeout_s`. A request that fails before it delivered
 anything is retried once (another worker takes it); otherwise the caller gets
 an `InferenceError` with a clear code. Closing a stream sends a cancel to the
 worker that holds the request.
+
+All attempts of one stream share its reply channel, so a worker that accepts
+an abandoned attempt late (it took the request just as the caller gave up on
+it) is seen, and told to cancel, instead of doing the work a second time.
 """
 
 from __future__ import annotations
@@ -55,7 +59,8 @@ class ChannelStream(Generic[T]):
         self._finished = False
         self._delivered = 0
         self._request_id = ""
-        self._reply = ""
+        self._abandoned: set[str] = set()
+        self._reply = f"{REPLY_CHANNEL_PREFIX}.{uuid.uuid4().hex}"
         self._worker: str | None = None
         self._sent_at = 0.0
         self._deadline = 0.0
@@ -76,8 +81,9 @@ class ChannelStream(Generic[T]):
     async def _send_request(self) -> None:
         layer = self._client.layer
         s = self._client.settings
+        if self._request_id:
+            self._abandoned.add(self._request_id)
         self._request_id = uuid.uuid4().hex
-        self._reply = f"{REPLY_CHANNEL_PREFIX}.{uuid.uuid4().hex}"
         self._worker = None
         self._sent_at = time.monotonic()
         await layer.send(
@@ -114,6 +120,8 @@ class ChannelStream(Generic[T]):
                 raise
             kind = message.get("type")
             if message.get("request_id") != self._request_id:
+                if kind == "inference.accepted" and message.get("request_id") in self._abandoned:
+                    await self._cancel(str(message["worker"]), str(message["request_id"]))
                 continue  # a late reply to an abandoned attempt
             if kind == "inference.accepted":
                 self._worker = self.worker = str(message["worker"])
@@ -161,12 +169,15 @@ class ChannelStream(Generic[T]):
                 "worker_lost",
             ) from None
 
+    async def _cancel(self, worker: str, request_id: str) -> None:
+        with contextlib.suppress(Exception):
+            await self._client.layer.send(
+                worker, {"type": "inference.cancel", "request_id": request_id}
+            )
+
     async def aclose(self) -> None:
         if self._started and not self._finished and self._worker:
-            with contextlib.suppress(Exception):
-                await self._client.layer.send(
-                    self._worker, {"type": "inference.cancel", "request_id": self._request_id}
-                )
+            await self._cancel(self._worker, self._request_id)
         self._finished = True
 
 

@@ -15,6 +15,9 @@ tagged with the `request_id`:
     error     {"type": "inference.error", "request_id", "code", "message"}
     cancel    {"type": "inference.cancel", "request_id"}   caller -> the worker channel
 
+A retried request keeps its reply channel and gets a new request id; a worker
+that accepts the abandoned attempt late is sent a cancel for it.
+
 Payloads: asr {"audio": PCM16 16 kHz mono bytes, "language"}; llm {"messages",
 "max_tokens", "temperature", "model"}; tts {"text", "voice_id", "model_path", "speed"}.
 """
@@ -24,7 +27,7 @@ from __future__ import annotations
 KINDS = ("asr", "llm", "tts")
 CHANNELS = {kind: f"inference.{kind}" for kind in KINDS}
 WORKER_CHANNEL_PREFIX = "inference.worker"  # + ".<uuid>": one per worker, for cancels
-REPLY_CHANNEL_PREFIX = "inference.reply"  # + ".<uuid>": one per request attempt
+REPLY_CHANNEL_PREFIX = "inference.reply"  # + ".<uuid>": one per request, shared by its attempts
 HEARTBEAT_S = 0.2
 
 

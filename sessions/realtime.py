@@ -392,6 +392,7 @@ class RealtimeSession:
                     'output_modalities must be ["audio"] or ["text"].',
                     "session.output_modalities",
                 )
+            cfg = replace(cfg, speak=modalities == ["audio"])
         if "max_output_tokens" in session:
             max_tokens = session["max_output_tokens"]
             if max_tokens == "inf":

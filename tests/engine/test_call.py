@@ -3,6 +3,7 @@
 import asyncio
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from voiceapp.engine.frames import (
     ResponseStarted,
     SpeechStarted,
     SpeechStopped,
+    TextClause,
     TranscriptFinal,
     TranscriptPartial,
     TTSAudio,
@@ -25,7 +27,7 @@ from voiceapp.engine.inference import LocalInference
 from voiceapp.engine.llm import LlamaLLM
 from voiceapp.engine.turns import TurnSettings
 
-from .conftest import Clip, collect_until, feed, silence, wait_until, words
+from .conftest import Clip, collect_until, fast_config, feed, silence, wait_until, words
 
 MakeCall = Callable[..., VoiceCall]
 
@@ -221,3 +223,83 @@ async def test_history_is_trimmed_in_steps_that_keep_the_prompt_prefix(
     assert sum(len(m["content"]) for m in first[1:-1]) <= 400
     assert first[1]["role"] == "user"
     assert second[: len(first) - 1] == first[:-1]
+
+
+async def test_text_only_call_answers_without_synthesis(
+    new_call: MakeCall, clips: dict[str, Clip]
+) -> None:
+    # given a call whose replies are read, not heard
+    call = new_call(speak=False)
+    # when a question is spoken
+    frames = await ask(call, clips["capital"])
+    # then the reply is text: clauses and tokens, no audio and no synthesis span
+    reply = of(frames, ResponseDone)[0]
+    assert reply.status == "completed" and reply.text
+    assert not of(frames, TTSAudio)
+    clauses = " ".join(c.text for c in of(frames, TextClause))
+    assert words(clauses) == words(reply.text)
+    assert reply.latency["tts_first_audio_ms"] is None
+    assert call.history[-1] == {"role": "assistant", "content": reply.text}
+
+
+async def test_a_cancelled_text_reply_keeps_what_was_generated(new_call: MakeCall) -> None:
+    # given a text-only call generating a long reply
+    call = new_call(speak=False, llm=replace(fast_config().llm, max_tokens=200))
+    call.add_message("user", "Write a long story about the sea.")
+    call.create_response()
+    frames: list[Frame] = []
+    async with asyncio.timeout(30):
+        async for frame in call.frames():
+            frames.append(frame)
+            if len(of(frames, LLMToken)) >= 5:
+                break
+    # when it is cancelled
+    call.cancel_response()
+    frames += await collect_until(call, done, timeout_s=10)
+    # then the history keeps the text the reader already saw
+    reply = of(frames, ResponseDone)[0]
+    assert reply.status == "cancelled"
+    seen = "".join(t.text for t in of(frames, LLMToken)).strip()
+    assert reply.text and reply.text == seen
+    assert call.history[-1] == {"role": "assistant", "content": reply.text}
+
+
+async def test_the_greeting_can_be_interrupted_and_the_question_is_answered(
+    new_call: MakeCall, clips: dict[str, Clip]
+) -> None:
+    # given a greeting being played at real-time pace
+    greeting = "Hello and welcome to the city library, I can help you find books and events."
+    call = new_call(playback_lead_ms=200, barge_in_min_ms=250)
+    greeting_id = call.say(greeting)
+    await collect_until(call, lambda f: isinstance(f, TTSAudio), timeout_s=20)
+    # when the caller asks a question over it
+    rate = 24000
+    audio = np.concatenate([clips["capital"].at(rate), silence(1.5).at(rate)])
+    feeder = asyncio.create_task(feed(call, audio, rate, realtime=True))
+    frames = await collect_until(
+        call, lambda f: isinstance(f, ResponseDone) and f.response_id != greeting_id, 40
+    )
+    await feeder
+    # then the greeting stops where it was cut, and the question is answered
+    interruption = of(frames, Interruption)[0]
+    assert interruption.response_id == greeting_id
+    done = {f.response_id: f for f in of(frames, ResponseDone)}
+    assert done[greeting_id].status == "cancelled"
+    assert greeting.startswith(interruption.heard_text) and interruption.heard_text != greeting
+    assert {"capital", "france"} <= words(of(frames, TranscriptFinal)[0].text)
+    answer = [f for f in done.values() if f.response_id != greeting_id]
+    assert answer and answer[0].status == "completed" and answer[0].text
+
+
+async def test_cancel_stops_a_requested_response(new_call: MakeCall) -> None:
+    # given a response requested by the transport (text input, then response.create)
+    call = new_call(playback_lead_ms=200)
+    call.add_message("user", "Write a long story about the sea.")
+    response_id = call.create_response()
+    await collect_until(call, lambda f: isinstance(f, TTSAudio), timeout_s=20)
+    # when it is cancelled
+    call.cancel_response()
+    frames = await collect_until(call, done, timeout_s=5)
+    # then it ends as cancelled, with no audio after the cancel
+    assert frames[-1].response_id == response_id and frames[-1].status == "cancelled"
+    assert await call.next_frame(0.5) is None

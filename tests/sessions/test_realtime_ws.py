@@ -228,6 +228,43 @@ def test_greeting_and_text_input(
     assert of_type(reply, "response.output_audio_transcript.done")[0]["transcript"].strip()
 
 
+def test_text_only_session_answers_in_text(
+    voice_server: LiveServer, secret_key_a: str, quiet_persona: Persona
+) -> None:
+    quiet_persona.temperature = 0.0
+    quiet_persona.save()
+
+    async def scenario() -> list[dict[str, Any]]:
+        client = AsyncOpenAI(base_url=f"{voice_server.url}/v1", api_key=secret_key_a)
+        async with client.realtime.connect(model="assistant") as conn:
+            await conn.session.update(session={"type": "realtime", "output_modalities": ["text"]})
+            await conn.conversation.item.create(
+                item={
+                    "type": "message",
+                    "role": "user",
+                    "content": [{"type": "input_text", "text": "What is the capital of France?"}],
+                }
+            )
+            await conn.response.create()
+            return await events_until(conn, lambda e: e["type"] == "response.done")
+
+    events = asyncio.run(scenario())
+    wait_calls_ended()
+
+    assert of_type(events, "session.updated")[0]["session"]["output_modalities"] == ["text"]
+    # the reply streams as text deltas, and no audio is made or sent
+    deltas = "".join(e["delta"] for e in of_type(events, "response.output_text.delta"))
+    text = of_type(events, "response.output_text.done")[0]["text"]
+    assert text and text == deltas.strip()
+    assert "paris" in text.lower()
+    assert not [e for e in events if e["type"].startswith("response.output_audio")]
+    done = of_type(events, "response.done")[0]["response"]
+    assert done["status"] == "completed"
+    assert done["output"][0]["content"] == [{"type": "output_text", "text": text}]
+    call = Call.objects.get()
+    assert call.items.filter(role="assistant").get().text == text
+
+
 async def raw_connect(server: LiveServer, key: str, model: str = "assistant", **kw: Any) -> Any:
     headers = {"Authorization": f"Bearer {key}"} if key else None
     return await websockets.connect(

@@ -95,6 +95,7 @@ class CallConfig:
     speculative: bool = True
     sequential: bool = False  # baseline: whole ASR, then whole reply, then whole TTS
     create_response: bool = True  # answer automatically at end of turn
+    speak: bool = True  # False: text-only replies (clauses are emitted, nothing is synthesized)
     interruptions_enabled: bool = True
     barge_in_min_ms: int = 250
     barge_in_threshold: float = 0.7
@@ -232,6 +233,7 @@ class VoiceCall:
         """Answer the history now (manual turns, `response.create`). Returns the response id."""
         self.cancel_response()
         response = self._new_response(None, ResponseState.ACTIVE)
+        self._active = response
         response.committed.set()
         self._emit(response, ResponseStarted(response.id))
         llm = self.config.llm
@@ -244,6 +246,7 @@ class VoiceCall:
         """Speak fixed text (a greeting) as a response, without the LLM."""
         self.cancel_response()
         response = self._new_response(None, ResponseState.ACTIVE)
+        self._active = response
         response.committed.set()
         self._emit(response, ResponseStarted(response.id))
         self._spawn_response(response, self._speak_text(response, text))
@@ -651,6 +654,11 @@ class VoiceCall:
         index = 0
         try:
             while (clause := await clauses.get()) is not None:
+                if not cfg.speak:
+                    self._emit(response, TextClause(response.id, clause, index))
+                    response.clauses.append((clause, 0))
+                    index += 1
+                    continue
                 trace.mark("tts_start")
                 self._emit(response, TextClause(response.id, clause, index))
                 stream = self._inference.synthesize(clause, cfg.voice)
@@ -742,7 +750,8 @@ class VoiceCall:
         if silent or not was_active:
             return
         played = self._played_ms(response)
-        heard = self._heard_text(response, played)
+        # Without audio the reader saw every token so far.
+        heard = self._heard_text(response, played) if self.config.speak else response.text.strip()
         if response.user_text is not None or heard:
             self.add_message("assistant", heard)
         if interrupted:

@@ -258,6 +258,8 @@ LLM_HTTP_BASE_URL = env.str("LLM_HTTP_BASE_URL", default="")
 LLM_HTTP_API_KEY = env.str("LLM_HTTP_API_KEY", default="")
 TTS_THREADS = env.int("TTS_THREADS", default=1)
 INFERENCE_EMBEDDED = env.bool("INFERENCE_EMBEDDED", default=not REDIS_URL)
+# Embedded mode: load the models when the server starts instead of on the first call.
+PRELOAD_MODELS = env.bool("PRELOAD_MODELS", default=True)
 INFERENCE_REQUEST_TIMEOUT_S = env.float("INFERENCE_REQUEST_TIMEOUT_S", default=10.0)
 # A request no worker takes within this long fails (or fails over once).
 INFERENCE_ACCEPT_TIMEOUT_S = env.float("INFERENCE_ACCEPT_TIMEOUT_S", default=3.0)

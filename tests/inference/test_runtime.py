@@ -1,6 +1,10 @@
 """Django glue: persona -> call config, and the embedded worker."""
 
+import os
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,6 +15,8 @@ from voiceapp.engine.inference import LocalInference
 from voiceapp.inference import runtime
 from voiceapp.personas.models import Persona
 from voiceapp.personas.services import persona_update
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -59,3 +65,33 @@ async def test_embedded_worker_serves_the_in_memory_layer(
         await runtime.stop_embedded()
     # then the in-process worker answered
     assert {"capital", "france"} <= words(transcript.text)
+
+
+def test_embedded_server_loads_the_models_at_start(tmp_path: Path) -> None:
+    # given the embedded default (no DATABASE_URL, no REDIS_URL), as `./dev run` starts it
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("DATABASE_URL", "REDIS_URL", "INFERENCE_EMBEDDED", "PRELOAD_MODELS")
+    }
+    env.update(DEBUG="1", DATA_DIR=str(tmp_path))
+    script = (
+        "import time, voiceapp.asgi as app\n"
+        "from voiceapp.inference import runtime\n"
+        "assert app.preload is not None\n"
+        "app.preload.join(120)\n"
+        "print('loaded', runtime._local is not None, runtime._vad is not None)\n"
+    )
+    # when the ASGI application is imported (daphne does this at start)
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    # then the models load in the background, before any call asks for them
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "loaded True True" in done.stdout
+    assert "loading the voice models in the background" in done.stderr

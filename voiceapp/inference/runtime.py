@@ -74,6 +74,24 @@ def vad_model() -> SileroModel:
         return _vad
 
 
+def preload_in_background() -> threading.Thread | None:
+    """Embedded mode: load the models while the server starts, not on the first call."""
+    if not (settings.INFERENCE_EMBEDDED and settings.PRELOAD_MODELS):
+        return None
+
+    def load() -> None:
+        log.info("loading the voice models in the background (first call waits for them)")
+        try:
+            vad_model()
+            local_models()
+        except Exception:
+            log.exception("loading the voice models failed; calls will retry on first use")
+
+    thread = threading.Thread(target=load, name="preload-models", daemon=True)
+    thread.start()
+    return thread
+
+
 async def get_inference(layer: Any | None = None) -> ChannelsInference:
     """The client the call loop uses in this process.
 

@@ -1,6 +1,7 @@
 """Workers serving ASR, LLM and TTS over a real Redis channel layer."""
 
 import asyncio
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -87,3 +88,45 @@ async def test_two_workers_share_the_requests(
     assert first.served["tts"] + second.served["tts"] == 8
     assert first.served["tts"] >= 1 and second.served["tts"] >= 1
     assert {s.worker for s in streams} == {first.channel, second.channel}
+
+
+async def test_a_calls_llm_turns_go_back_to_its_worker(
+    start_worker: StartWorker, client: ChannelsInference
+) -> None:
+    # given two idle LLM workers, either of which could take any request
+    first = await start_worker(kinds=("llm",))
+    second = await start_worker(kinds=("llm",))
+    options = LLMOptions(max_tokens=4, temperature=0.0, session="call-affinity")
+    # when one call asks for four turns
+    served = []
+    for _ in range(4):
+        stream = client.generate(QUESTION, options)
+        assert await collect(stream)
+        served.append(stream.worker)
+    # then every turn after the first went to the worker holding the call's context
+    assert served[0] in {first.channel, second.channel}
+    assert served == [served[0]] * 4
+    assert client.llm_worker_of("call-affinity") == served[0]
+
+
+async def test_a_call_whose_worker_is_gone_moves_to_another(
+    start_worker: StartWorker, client: ChannelsInference
+) -> None:
+    # given a call served by a worker that then stops
+    first = await start_worker(kinds=("llm",))
+    options = LLMOptions(max_tokens=4, temperature=0.0, session="call-moving")
+    stream = client.generate(QUESTION, options)
+    assert await collect(stream)
+    assert stream.worker == first.channel
+    runner = [t for t in asyncio.all_tasks() if t.get_coro().__qualname__ == "InferenceWorker.run"]
+    for task in runner:
+        task.cancel()
+    second = await start_worker(kinds=("llm",))
+    # when the call's next turn is asked for
+    started = time.monotonic()
+    stream = client.generate(QUESTION, options)
+    tokens = await collect(stream)
+    # then another worker serves it after the short affinity wait, not the full accept bound
+    assert tokens and stream.worker == second.channel
+    assert time.monotonic() - started < client.settings.accept_timeout_s
+    assert client.llm_worker_of("call-moving") == second.channel

@@ -11,6 +11,11 @@ worker that holds the request.
 All attempts of one stream share its reply channel, so a worker that accepts
 an abandoned attempt late (it took the request just as the caller gave up on
 it) is seen, and told to cancel, instead of doing the work a second time.
+
+A call's LLM turns go back to the worker that served its last turn, whose
+llama context still holds the call's prompt prefix: the request is sent to that
+worker by name and must be accepted within `affinity_accept_s`; if it is not
+(the worker is busy or gone), it goes to the shared queue like any other.
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ import contextlib
 import logging
 import time
 import uuid
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -43,15 +50,26 @@ class ClientSettings:
     liveness_timeout_s: float = 1.0
     request_timeout_s: float = 10.0
     retries: int = 1
+    affinity_accept_s: float = 0.3
+    affinity_sessions: int = 4096  # calls remembered for LLM worker affinity
 
 
 class ChannelStream(Generic[T]):
     """One streaming request: an async iterator over decoded replies."""
 
     def __init__(
-        self, client: ChannelsInference, kind: str, payload: dict[str, Any], decode: Any
+        self,
+        client: ChannelsInference,
+        kind: str,
+        payload: dict[str, Any],
+        decode: Any,
+        *,
+        prefer: str | None = None,
+        on_accept: Callable[[str], None] | None = None,
     ) -> None:
         self._client = client
+        self._prefer = prefer
+        self._on_accept = on_accept
         self._kind = kind
         self._payload = payload
         self._decode = decode
@@ -80,23 +98,26 @@ class ChannelStream(Generic[T]):
 
     async def _send_request(self) -> None:
         layer = self._client.layer
-        s = self._client.settings
         if self._request_id:
             self._abandoned.add(self._request_id)
         self._request_id = uuid.uuid4().hex
         self._worker = None
         self._sent_at = time.monotonic()
         await layer.send(
-            CHANNELS[self._kind],
+            self._prefer or CHANNELS[self._kind],
             {
                 "type": "inference.request",
                 "kind": self._kind,
                 "request_id": self._request_id,
                 "reply_channel": self._reply,
-                "accept_by": time.time() + s.accept_timeout_s,
+                "accept_by": time.time() + self._accept_timeout(),
                 "payload": self._payload,
             },
         )
+
+    def _accept_timeout(self) -> float:
+        s = self._client.settings
+        return s.affinity_accept_s if self._prefer else s.accept_timeout_s
 
     async def __anext__(self) -> T:
         s = self._client.settings
@@ -110,7 +131,12 @@ class ChannelStream(Generic[T]):
         while True:
             try:
                 message = await self._receive()
-            except InferenceError:
+            except InferenceError as exc:
+                if self._prefer and exc.code == "no_worker" and not self._expired():
+                    log.info("%s request %s: %s", self._kind, self._request_id, exc)
+                    self._prefer = None  # the call's worker is busy or gone: any worker
+                    await self._send_request()
+                    continue
                 if self._delivered == 0 and self._attempts < s.retries and not self._expired():
                     self._attempts += 1
                     log.warning("%s request %s: failing over", self._kind, self._request_id)
@@ -126,6 +152,8 @@ class ChannelStream(Generic[T]):
             if kind == "inference.accepted":
                 self._worker = self.worker = str(message["worker"])
                 self._accept_ms = 1000.0 * (time.monotonic() - self._sent_at)
+                if self._on_accept is not None:
+                    self._on_accept(self._worker)
             elif kind == "inference.heartbeat":
                 continue
             elif kind == "inference.done":
@@ -148,7 +176,7 @@ class ChannelStream(Generic[T]):
 
     async def _receive(self) -> dict[str, Any]:
         s = self._client.settings
-        wait = s.liveness_timeout_s if self._worker else s.accept_timeout_s
+        wait = s.liveness_timeout_s if self._worker else self._accept_timeout()
         wait = min(wait, self._deadline - time.monotonic())
         if wait <= 0:
             raise InferenceError(
@@ -160,7 +188,7 @@ class ChannelStream(Generic[T]):
             if self._worker is None:
                 raise InferenceError(
                     f"no {self._kind} worker accepted the request within "
-                    f"{s.accept_timeout_s:.1f} s",
+                    f"{self._accept_timeout():.1f} s",
                     "no_worker",
                 ) from None
             raise InferenceError(
@@ -206,6 +234,17 @@ class ChannelsInference:
     def __init__(self, layer: Any, settings: ClientSettings | None = None) -> None:
         self.layer = layer
         self.settings = settings or ClientSettings()
+        self._affinity: OrderedDict[str, str] = OrderedDict()  # call -> its LLM worker
+
+    def llm_worker_of(self, session: str) -> str | None:
+        """The worker that served `session`'s last LLM turn, if remembered."""
+        return self._affinity.get(session)
+
+    def _remember(self, session: str, worker: str) -> None:
+        self._affinity[session] = worker
+        self._affinity.move_to_end(session)
+        while len(self._affinity) > self.settings.affinity_sessions:
+            self._affinity.popitem(last=False)
 
     async def transcribe(self, audio: np.ndarray, language: str) -> Transcript:
         stream: ChannelStream[Transcript] = ChannelStream(
@@ -227,7 +266,17 @@ class ChannelsInference:
             "backend": options.backend,
             "session": options.session,
         }
-        return ChannelStream(self, "llm", payload, _decode_token)
+        session = options.session
+        if not session:
+            return ChannelStream(self, "llm", payload, _decode_token)
+        return ChannelStream(
+            self,
+            "llm",
+            payload,
+            _decode_token,
+            prefer=self._affinity.get(session),
+            on_accept=lambda worker: self._remember(session, worker),
+        )
 
     def synthesize(self, text: str, voice: VoiceSpec) -> ChannelStream[AudioChunk]:
         payload = {

@@ -16,7 +16,9 @@ tagged with the `request_id`:
     cancel    {"type": "inference.cancel", "request_id"}   caller -> the worker channel
 
 A retried request keeps its reply channel and gets a new request id; a worker
-that accepts the abandoned attempt late is sent a cancel for it.
+that accepts the abandoned attempt late is sent a cancel for it. A call's next
+LLM turn is sent to the worker channel of the worker that served its last one
+(it holds the call's prompt in its cache), with a short `accept_by`.
 
 Payloads: asr {"audio": PCM16 16 kHz mono bytes, "language"}; llm {"messages",
 "max_tokens", "temperature", "model"}; tts {"text", "voice_id", "model_path", "speed"}.

@@ -53,6 +53,8 @@ class InferenceWorker:
         self.channel = ""
         self.ready = asyncio.Event()
         self.served = dict.fromkeys(KINDS, 0)
+        self._busy = dict.fromkeys(KINDS, 0)
+        self._freed = asyncio.Condition()
         self._handlers: dict[str, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -94,10 +96,32 @@ class InferenceWorker:
     async def _control(self) -> None:
         while True:
             message = await self.layer.receive(self.channel)
-            if message.get("type") == "inference.cancel":
+            kind = message.get("type")
+            if kind == "inference.cancel":
                 handler = self._handlers.get(str(message.get("request_id")))
                 if handler is not None:
                     handler.cancel()
+            elif kind == "inference.request" and message.get("kind") in self.kinds:
+                task = asyncio.create_task(self._direct(str(message["kind"]), message))
+                self._tasks.add(task)
+                task.add_done_callback(self._tasks.discard)
+
+    async def _direct(self, kind: str, message: dict[str, Any]) -> None:
+        """A request sent to this worker by name (a call's next LLM turn, for its cache).
+
+        Taken when a slot is free before `accept_by`; otherwise left to expire, and the
+        caller sends it to the shared queue.
+        """
+        wait = float(message.get("accept_by", 0.0)) - time.time()
+        try:
+            async with self._freed:
+                await asyncio.wait_for(
+                    self._freed.wait_for(lambda: self._busy[kind] < self.slots[kind]), wait
+                )
+        except TimeoutError:
+            log.info("direct %s request %s: no free slot in time", kind, message.get("request_id"))
+            return
+        await self._handle(kind, message)
 
     async def _handle(self, kind: str, message: dict[str, Any]) -> None:
         request_id = str(message.get("request_id", ""))
@@ -118,6 +142,7 @@ class InferenceWorker:
         current = asyncio.current_task()
         assert current is not None
         self._handlers[request_id] = current
+        self._busy[kind] += 1
         beat = asyncio.create_task(heartbeat())
         try:
             await send(
@@ -152,6 +177,9 @@ class InferenceWorker:
         finally:
             beat.cancel()
             self._handlers.pop(request_id, None)
+            self._busy[kind] -= 1
+            async with self._freed:
+                self._freed.notify_all()
 
     async def _asr(self, reply: str, request_id: str, payload: dict[str, Any]) -> None:
         audio = pcm16_to_float(bytes(payload["audio"]))

@@ -66,14 +66,16 @@ def bench_config(*, sequential: bool) -> CallConfig:
     )
 
 
-def start_workers(n: int, redis_url: str, prefix: str, logs: Path) -> list[subprocess.Popen[bytes]]:
+def start_workers(
+    n: int, redis_url: str, prefix: str, logs: Path, *extra: str
+) -> list[subprocess.Popen[bytes]]:
     procs = []
     for i in range(n):
         log = logs / f"worker-{i}.log"
         with log.open("wb") as out:
             procs.append(
                 subprocess.Popen(
-                    [*WORKER_CMD, "--redis-url", redis_url, "--prefix", prefix],
+                    [*WORKER_CMD, "--redis-url", redis_url, "--prefix", prefix, *extra],
                     cwd=ROOT,
                     stdout=out,
                     stderr=subprocess.STDOUT,

@@ -22,6 +22,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
+import numpy as np
+
+from voiceapp.engine import g711
 from voiceapp.engine.audio import AudioFormatError, float_to_pcm16, pcm16_to_float, resample
 from voiceapp.engine.call import CallConfig, VoiceCall
 from voiceapp.engine.frames import (
@@ -44,6 +47,24 @@ from voiceapp.engine.tts import VoiceSpec
 log = logging.getLogger(__name__)
 
 PCM_RATE = 24000
+G711_FORMATS = ("audio/pcmu", "audio/pcma")
+G711_RATE = g711.RATE
+
+
+def format_object(kind: str) -> dict[str, Any]:
+    """The session's audio format as the API shows it."""
+    return {"type": kind, "rate": PCM_RATE} if kind == "audio/pcm" else {"type": kind}
+
+
+def g711_decode(kind: str, data: bytes) -> bytes:
+    return g711.DECODERS[kind](data).astype("<i2").tobytes()
+
+
+def g711_encode(kind: str, samples: np.ndarray) -> bytes:
+    pcm = np.frombuffer(float_to_pcm16(samples), dtype="<i2")
+    return g711.ENCODERS[kind](pcm)
+
+
 MAX_APPEND_SECONDS = 15
 HEARTBEAT_S = 10
 GOODBYES = {
@@ -176,6 +197,8 @@ class RealtimeSession:
             "interrupt_response": call.config.interruptions_enabled,
         }
         self._manual_audio = bytearray()
+        self._input_format = "audio/pcm"
+        self._output_format = "audio/pcm"
         self._output_modalities = ["audio"]
         self._max_output_tokens: int | str = call.config.llm.max_tokens
         self._transcription: dict[str, Any] = {
@@ -309,13 +332,13 @@ class RealtimeSession:
             "include": None,
             "audio": {
                 "input": {
-                    "format": {"type": "audio/pcm", "rate": PCM_RATE},
+                    "format": format_object(self._input_format),
                     "transcription": dict(self._transcription),
                     "noise_reduction": None,
                     "turn_detection": dict(self._turn_detection) if self._turn_detection else None,
                 },
                 "output": {
-                    "format": {"type": "audio/pcm", "rate": PCM_RATE},
+                    "format": format_object(self._output_format),
                     "voice": cfg.voice.voice_id,
                     "speed": self._speed,
                 },
@@ -414,12 +437,11 @@ class RealtimeSession:
             raise ClientError("invalid_value", "session.audio must be an object.", "session.audio")
         audio_in = audio.get("input", {}) or {}
         audio_out = audio.get("output", {}) or {}
-        for fmt, param in (
-            (audio_in.get("format"), "session.audio.input.format"),
-            (audio_out.get("format"), "session.audio.output.format"),
-        ):
-            if fmt is not None:
-                self._check_format(fmt, param)
+        input_format, output_format = self._input_format, self._output_format
+        if audio_in.get("format") is not None:
+            input_format = self._check_format(audio_in["format"], "session.audio.input.format")
+        if audio_out.get("format") is not None:
+            output_format = self._check_format(audio_out["format"], "session.audio.output.format")
         if "transcription" in audio_in:
             value = audio_in["transcription"]
             if value is not None and not isinstance(value, dict):
@@ -468,6 +490,7 @@ class RealtimeSession:
             cfg = replace(cfg, voice=replace(cfg.voice, speed=float(speed)))
         # Everything validated: apply at once.
         self._turn_detection = turn_detection
+        self._input_format, self._output_format = input_format, output_format
         self._output_modalities = list(modalities)
         self._max_output_tokens = max_tokens
         self._transcription = transcription
@@ -475,7 +498,10 @@ class RealtimeSession:
         self.call.update_config(cfg)
         await self._send({"type": "session.updated", "session": self.session_object()})
 
-    def _check_format(self, fmt: Any, param: str) -> None:
+    def _check_format(self, fmt: Any, param: str) -> str:
+        """The format's type, when it is one we serve."""
+        if isinstance(fmt, dict) and fmt.get("type") in G711_FORMATS:
+            return str(fmt["type"])
         if (
             not isinstance(fmt, dict)
             or fmt.get("type") != "audio/pcm"
@@ -483,9 +509,11 @@ class RealtimeSession:
         ):
             raise ClientError(
                 "unsupported_audio_format",
-                'Only {"type": "audio/pcm", "rate": 24000} is served.',
+                'Audio formats served: {"type": "audio/pcm", "rate": 24000}, '
+                '{"type": "audio/pcmu"} and {"type": "audio/pcma"} (8 kHz G.711).',
                 param,
             )
+        return "audio/pcm"
 
     def _turn_detection_from(
         self, value: Any, cfg: CallConfig
@@ -565,28 +593,30 @@ class RealtimeSession:
         )
         return merged, cfg
 
-    def _decode_audio(self, event: dict[str, Any]) -> bytes:
+    def _decode_audio(self, event: dict[str, Any]) -> tuple[bytes, int]:
+        """The appended audio as PCM16 and its sample rate, in the session's input format."""
         audio = _require(event, "audio", str, "audio")
         try:
-            pcm = base64.b64decode(audio, validate=True)
+            data = base64.b64decode(audio, validate=True)
         except (binascii.Error, ValueError) as exc:
             raise ClientError("invalid_audio", "audio is not valid base64.", "audio") from exc
-        if len(pcm) % 2:
+        g711 = self._input_format in G711_FORMATS
+        rate, width = (G711_RATE, 1) if g711 else (PCM_RATE, 2)
+        if len(data) % width:
             raise ClientError(
                 "invalid_audio", "audio/pcm must be 16-bit samples (an even byte count).", "audio"
             )
-        if len(pcm) > MAX_APPEND_SECONDS * PCM_RATE * 2:
+        if len(data) > MAX_APPEND_SECONDS * rate * width:
             raise ClientError(
                 "invalid_audio", f"Append at most {MAX_APPEND_SECONDS} s of audio at once.", "audio"
             )
-        return pcm
+        if g711:
+            return g711_decode(self._input_format, data), rate
+        return data, rate
 
     async def _append(self, event: dict[str, Any]) -> None:
-        pcm = self._decode_audio(event)
-        if self._turn_detection is None:
-            self._manual_audio.extend(pcm)
-        else:
-            self.push_audio(pcm, PCM_RATE, 1)
+        pcm, rate = self._decode_audio(event)
+        self.push_audio(pcm, rate, 1)
 
     def push_audio(self, pcm: bytes, sample_rate: int, channels: int = 1) -> None:
         """Microphone audio from the transport (PCM16, interleaved when stereo)."""
@@ -936,7 +966,10 @@ class RealtimeSession:
             await self.transport.send_audio(frame.pcm, frame.sample_rate)
             return
         pcm = frame.pcm
-        if frame.sample_rate != PCM_RATE:
+        if self._output_format in G711_FORMATS:
+            samples = resample(pcm16_to_float(pcm, 1), frame.sample_rate, G711_RATE)
+            pcm = g711_encode(self._output_format, samples)
+        elif frame.sample_rate != PCM_RATE:
             samples = resample(pcm16_to_float(pcm, 1), frame.sample_rate, PCM_RATE)
             pcm = float_to_pcm16(samples)
         await self._send(
@@ -963,7 +996,7 @@ class RealtimeSession:
             "metadata": None,
             "audio": {
                 "output": {
-                    "format": {"type": "audio/pcm", "rate": PCM_RATE},
+                    "format": format_object(self._output_format),
                     "voice": self.call.config.voice.voice_id,
                 }
             },

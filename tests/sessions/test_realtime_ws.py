@@ -17,12 +17,12 @@ from openai import AsyncOpenAI
 
 from sessions.models import Call, CallItem, CallTurn
 from tests.conftest import LiveServer, Tenant
+from voiceapp.engine.audio import resample
+from voiceapp.engine.g711 import alaw_decode, mulaw_encode
 from voiceapp.personas.models import Persona
 from voiceapp.tenants.services import secret_key_create
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
-
-CHUNK = 24000 * 2 // 25  # 40 ms of PCM16 at 24 kHz
 
 
 @pytest.fixture
@@ -35,15 +35,18 @@ def quiet_persona(tenant_a: Tenant) -> Persona:
     return persona
 
 
-async def stream_audio(send: Any, pcm: bytes, *, trailing_silence_s: float = 1.5) -> None:
+async def stream_audio(
+    send: Any, pcm: bytes, *, trailing_silence_s: float = 1.5, bytes_per_s: int = 24000 * 2
+) -> None:
     """Append audio like a live microphone: 40 ms chunks at real-time pace."""
-    audio = pcm + bytes(int(24000 * 2 * trailing_silence_s))
+    audio = pcm + bytes(int(bytes_per_s * trailing_silence_s))
+    chunk = bytes_per_s // 25
     started = time.monotonic()
-    for n, i in enumerate(range(0, len(audio), CHUNK)):
+    for n, i in enumerate(range(0, len(audio), chunk)):
         await send(
             {
                 "type": "input_audio_buffer.append",
-                "audio": base64.b64encode(audio[i : i + CHUNK]).decode(),
+                "audio": base64.b64encode(audio[i : i + chunk]).decode(),
             }
         )
         await asyncio.sleep(max(0.0, started + (n + 1) * 0.04 - time.monotonic()))
@@ -226,6 +229,52 @@ def test_greeting_and_text_input(
     )
     assert of_type(reply, "response.done")[0]["response"]["status"] == "completed"
     assert of_type(reply, "response.output_audio_transcript.done")[0]["transcript"].strip()
+
+
+def test_telephone_audio_in_and_out(
+    voice_server: LiveServer, secret_key_a: str, quiet_persona: Persona, question_pcm: bytes
+) -> None:
+    # given a caller bridging a phone line: 8 kHz mu-law in, A-law out
+    samples = resample(np.frombuffer(question_pcm, "<i2") / 32768, 24000, 8000)
+    silence = np.zeros(8000 * 3 // 2)
+    line = mulaw_encode((np.concatenate([samples, silence]) * 32767).astype("<i2"))
+    formats = {
+        "input": {"format": {"type": "audio/pcmu"}},
+        "output": {"format": {"type": "audio/pcma"}},
+    }
+
+    async def scenario() -> list[dict[str, Any]]:
+        client = AsyncOpenAI(base_url=f"{voice_server.url}/v1", api_key=secret_key_a)
+        async with client.realtime.connect(model="assistant") as conn:
+            await conn.session.update(session={"type": "realtime", "audio": formats})
+            # when the question arrives at real-time pace
+            sender = asyncio.ensure_future(
+                stream_audio(conn.send, line, trailing_silence_s=0, bytes_per_s=8000)
+            )
+            try:
+                return await events_until(conn, lambda e: e["type"] == "response.done")
+            finally:
+                sender.cancel()
+
+    events = asyncio.run(scenario())
+    wait_calls_ended()
+
+    # then the session shows the formats, the question is heard, and the reply comes
+    # back as 8 kHz A-law that decodes to speech saying the reply's words
+    session = of_type(events, "session.updated")[0]["session"]
+    assert session["audio"]["input"]["format"] == {"type": "audio/pcmu"}
+    assert session["audio"]["output"]["format"] == {"type": "audio/pcma"}
+    transcript = of_type(events, "conversation.item.input_audio_transcription.completed")[0]
+    assert {"capital", "france"} <= set(transcript["transcript"].lower().strip("?.").split())
+    reply = b"".join(
+        base64.b64decode(e["delta"]) for e in of_type(events, "response.output_audio.delta")
+    )
+    assert len(reply) > 8000 * 0.5, "at least half a second of reply audio"
+    pcm24_reply = resample(alaw_decode(reply) / 32768, 8000, 24000)
+    heard = asyncio.run(transcribe_pcm24((pcm24_reply * 32767).astype("<i2").tobytes()))
+    said = of_type(events, "response.output_audio_transcript.done")[0]["transcript"]
+    overlap = set(heard.strip(".?!").split()) & set(said.lower().strip(".?!").split())
+    assert len(overlap) >= 2, (heard, said)
 
 
 def test_text_only_session_answers_in_text(

@@ -623,6 +623,9 @@ class RealtimeSession:
         if self._closed:
             return
         if self._turn_detection is None:
+            if sample_rate == PCM_RATE and channels == 1:
+                self._manual_audio.extend(pcm)
+                return
             mono = pcm16_to_float(pcm, channels)
             if mono.ndim > 1:
                 mono = mono.mean(axis=1)

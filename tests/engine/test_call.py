@@ -303,3 +303,28 @@ async def test_cancel_stops_a_requested_response(new_call: MakeCall) -> None:
     # then it ends as cancelled, with no audio after the cancel
     assert frames[-1].response_id == response_id and frames[-1].status == "cancelled"
     assert await call.next_frame(0.5) is None
+
+
+async def test_manual_turns_are_transcribed_and_answered_when_asked(
+    new_call: MakeCall, clips: dict[str, Clip]
+) -> None:
+    # given a call that does not answer by itself (turn detection with create_response off)
+    call = new_call(create_response=False)
+    rate = 24000
+    question = [silence(0.3).at(rate), clips["capital"].at(rate), silence(1.0).at(rate)]
+    feeder = asyncio.create_task(feed(call, np.concatenate(question), rate, realtime=True))
+    # when the turn ends and the transport asks for a reply at once, before the transcript
+    frames = await collect_until(call, lambda f: isinstance(f, SpeechStopped), timeout_s=20)
+    call.create_response()
+    frames += await collect_until(call, done, timeout_s=40)
+    await feeder
+    # then the turn was transcribed, and the reply waited for its words
+    transcript = of(frames, TranscriptFinal)[0].text
+    assert {"capital", "france"} <= words(transcript)
+    reply = of(frames, ResponseDone)[0]
+    assert reply.status == "completed" and reply.text
+    assert call.history == [
+        {"role": "user", "content": transcript},
+        {"role": "assistant", "content": reply.text},
+    ]
+    assert len(of(frames, ResponseStarted)) == 1

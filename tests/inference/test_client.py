@@ -101,3 +101,23 @@ async def test_a_late_accept_of_an_abandoned_attempt_is_cancelled(
 
 def accepted(request_id: str, worker: str) -> dict[str, str]:
     return {"type": "inference.accepted", "request_id": request_id, "worker": worker}
+
+
+async def test_a_request_closed_before_it_was_accepted_is_cancelled_when_taken(
+    make_layer: Callable[[], RedisChannelLayer], client: ChannelsInference
+) -> None:
+    # given a request no worker has accepted yet
+    worker = make_layer()
+    stream = client.synthesize("Hello.", default_voice())
+    waiting = asyncio.create_task(stream.__anext__())
+    request = await worker.receive(CHANNELS["tts"])
+    # when the caller gives up on it (a speculative reply cancelled) ...
+    waiting.cancel()
+    await asyncio.gather(waiting, return_exceptions=True)
+    await stream.aclose()
+    # ... and a worker takes it just after
+    late = f"{WORKER_CHANNEL_PREFIX}.late"
+    await worker.send(request["reply_channel"], accepted(request["request_id"], late))
+    # then that worker is told to cancel it
+    cancel = await asyncio.wait_for(worker.receive(late), 3.0)
+    assert cancel == {"type": "inference.cancel", "request_id": request["request_id"]}

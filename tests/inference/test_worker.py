@@ -130,3 +130,34 @@ async def test_a_call_whose_worker_is_gone_moves_to_another(
     assert tokens and stream.worker == second.channel
     assert time.monotonic() - started < client.settings.accept_timeout_s
     assert client.llm_worker_of("call-moving") == second.channel
+
+
+async def test_a_worker_never_runs_more_requests_than_its_slots(
+    start_worker: StartWorker, client: ChannelsInference
+) -> None:
+    # given two workers with one LLM slot each, and a call pinned to one of them
+    workers = [await start_worker(kinds=("llm",), slots={"llm": 1}) for _ in range(2)]
+    pinned = LLMOptions(max_tokens=24, temperature=0.0, session="call-pinned")
+    assert await collect(client.generate(QUESTION, pinned))
+    # when the pinned call's next turn (sent to its worker by name) and another call's
+    # turn (sent to the shared queue) arrive together
+    busiest = [0, 0]
+
+    async def watch() -> None:
+        while True:
+            for i, worker in enumerate(workers):
+                busiest[i] = max(busiest[i], worker._busy["llm"])
+            await asyncio.sleep(0.005)
+
+    watcher = asyncio.create_task(watch())
+    other = LLMOptions(max_tokens=24, temperature=0.0, session="call-other")
+    try:
+        results = await asyncio.gather(
+            collect(client.generate(QUESTION, pinned)), collect(client.generate(QUESTION, other))
+        )
+    finally:
+        watcher.cancel()
+    # then both are answered, and no worker ever ran two at once
+    assert all(results)
+    assert busiest == [1, 1] or max(busiest) == 1
+    assert sum(w.served["llm"] for w in workers) == 3

@@ -62,6 +62,7 @@ from .vad import CHUNK_MS, CHUNK_SAMPLES, SileroModel, StreamingVAD
 log = logging.getLogger(__name__)
 
 RESPECULATE_AFTER_MS = 300  # more silence before an "unfinished" pause is transcribed again
+TRANSCRIPT_WAIT_S = 10.0  # how long a requested reply waits for a turn still being transcribed
 
 DEFAULT_REPLY_HINT = (
     "You are speaking on a voice call: answer in one or two short sentences, "
@@ -132,6 +133,10 @@ class _Response:
     incomplete: bool = False  # its transcript read as an unfinished phrase
     error: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
+    speak: bool = True  # synthesize the reply (False: text only), fixed when it starts
+    # The response that was active when this one was committed: cancelled once this
+    # one's transcript turns out to hold words, left playing if it was only noise.
+    supersedes: _Response | None = None
 
 
 class VoiceCall:
@@ -154,6 +159,7 @@ class VoiceCall:
         self._out: asyncio.Queue[Frame | None] = asyncio.Queue()
         self.history: list[Message] = []
         self._tasks: set[asyncio.Task[None]] = set()
+        self._transcribing: set[asyncio.Task[None]] = set()  # manual-mode turns in ASR
         self._ids = itertools.count(1)
         self._closed = False
         # Input clock and the current user turn.
@@ -239,8 +245,17 @@ class VoiceCall:
         llm = self.config.llm
         if max_output_tokens:
             llm = replace(llm, max_tokens=max_output_tokens)
-        self._spawn_response(response, self._reply(response, llm, instructions))
+        self._spawn_response(response, self._reply_after_transcripts(response, llm, instructions))
         return response.id
+
+    async def _reply_after_transcripts(
+        self, response: _Response, options: LLMOptions, instructions: str | None
+    ) -> None:
+        """Manual mode: a turn still being transcribed belongs in the prompt."""
+        pending = [t for t in self._transcribing if not t.done()]
+        if pending:
+            await asyncio.wait(pending, timeout=TRANSCRIPT_WAIT_S)
+        await self._reply(response, options, instructions)
 
     def say(self, text: str) -> str:
         """Speak fixed text (a greeting) as a response, without the LLM."""
@@ -452,14 +467,16 @@ class VoiceCall:
 
     def _new_response(self, item_id: str | None, state: ResponseState) -> _Response:
         rid = f"resp_{uuid.uuid4().hex[:20]}"
-        return _Response(id=rid, item_id=item_id, trace=TurnTrace(clock=self._clock), state=state)
+        trace = TurnTrace(clock=self._clock)
+        return _Response(rid, item_id, trace, state, speak=self.config.speak)
 
     def _start_turn_response(self, *, speculative: bool) -> _Response | None:
         if not self.config.create_response and not speculative:
             # Manual mode: transcribe only; the transport calls create_response().
-            response = self._new_response(self._item_id, ResponseState.SPECULATIVE)
-            self._spawn_response(response, self._transcribe_only(response))
-            return response
+            task = self._spawn(self._transcribe_only(self._item_id, self._utterance_audio()))
+            self._transcribing.add(task)
+            task.add_done_callback(self._transcribing.discard)
+            return None
         if not self.config.create_response:
             return None
         response = self._new_response(self._item_id, ResponseState.SPECULATIVE)
@@ -472,14 +489,23 @@ class VoiceCall:
         return response
 
     def _commit(self, response: _Response) -> None:
-        """Release a speculative response: its held frames go out, audio may start."""
+        """Release a speculative response: its held frames go out, audio may start.
+
+        One response at a time: the active one (a greeting, an answer still playing)
+        is cancelled, but only once this turn's transcript is known to hold words,
+        so a cough or a noise does not silence the agent.
+        """
         if response.state is not ResponseState.SPECULATIVE:
             return
-        if self._active is not None and self._active.state is ResponseState.ACTIVE:
-            self._finish_cancelled(self._active, interrupted=False)
         if response.empty:
             response.state = ResponseState.DONE
             return
+        previous = self._active
+        if previous is not None and previous.state is ResponseState.ACTIVE:
+            if response.user_text:
+                self._finish_cancelled(previous, interrupted=False)
+            else:
+                response.supersedes = previous
         response.state = ResponseState.ACTIVE
         self._active = response
         for frame in response.held:
@@ -541,13 +567,15 @@ class VoiceCall:
         response.trace.mark("asr_end")
         return result
 
-    async def _transcribe_only(self, response: _Response) -> None:
-        audio = self._utterance_audio()
-        result = await self._transcribe(response, audio)
-        if result is not None and result.text and response.item_id:
-            self._out.put_nowait(
-                TranscriptFinal(response.item_id, result.text, result.audio_seconds)
-            )
+    async def _transcribe_only(self, item_id: str | None, audio: np.ndarray) -> None:
+        """Manual mode: the turn's words go to the history; no answer until asked."""
+        try:
+            result = await self._inference.transcribe(audio, self.config.language)
+        except InferenceError as exc:
+            self._out.put_nowait(ErrorFrame(exc.code, str(exc)))
+            return
+        if result.text and item_id:
+            self._out.put_nowait(TranscriptFinal(item_id, result.text, result.audio_seconds))
             self.add_message("user", result.text)
 
     async def _turn(self, response: _Response, audio: np.ndarray) -> None:
@@ -558,14 +586,20 @@ class VoiceCall:
             self._fail(response, exc)
             return
         assert result is not None
+        previous = response.supersedes
+        response.supersedes = None
         if not result.text:
             log.info("turn %s discarded: %s", response.item_id, result.rejected)
             response.empty = True
             if response.state is ResponseState.ACTIVE:
                 response.state = ResponseState.DONE
                 if self._active is response:
-                    self._active = None
+                    # Noise, not words: what was playing before goes on.
+                    live = previous is not None and previous.state is ResponseState.ACTIVE
+                    self._active = previous if live else None
             return
+        if previous is not None and previous.state is ResponseState.ACTIVE:
+            self._finish_cancelled(previous, interrupted=False)
         response.user_text = result.text
         if response.item_id:
             self._emit(
@@ -654,7 +688,7 @@ class VoiceCall:
         index = 0
         try:
             while (clause := await clauses.get()) is not None:
-                if not cfg.speak:
+                if not response.speak:
                     self._emit(response, TextClause(response.id, clause, index))
                     response.clauses.append((clause, 0))
                     index += 1
@@ -751,7 +785,7 @@ class VoiceCall:
             return
         played = self._played_ms(response)
         # Without audio the reader saw every token so far.
-        heard = self._heard_text(response, played) if self.config.speak else response.text.strip()
+        heard = self._heard_text(response, played) if response.speak else response.text.strip()
         if response.user_text is not None or heard:
             self.add_message("assistant", heard)
         if interrupted:

@@ -42,6 +42,8 @@ from .protocol import CHANNELS, REPLY_CHANNEL_PREFIX
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+CLOSED = "inference.closed"  # a stream to its own reader: no more replies wanted
+ACCEPT_GRACE_S = 0.5  # after `accept_by`, for a worker's accept already on its way
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +57,16 @@ class ClientSettings:
 
 
 class ChannelStream(Generic[T]):
-    """One streaming request: an async iterator over decoded replies."""
+    """One streaming request: an async iterator over decoded replies.
+
+    A reader task takes the replies off the layer into an in-process queue, and the
+    iterator waits on that queue. Closing a stream (barge-in, a cancelled
+    speculation) therefore never cancels a Redis receive: redis-py can swallow a
+    cancellation that lands in a blocking pop and leave the task stuck for good.
+    The reader ends when the stream sends itself `inference.closed`, after any
+    attempt a worker could still accept has had its time (a late accept is
+    answered with a cancel).
+    """
 
     def __init__(
         self,
@@ -75,10 +86,14 @@ class ChannelStream(Generic[T]):
         self._decode = decode
         self._started = False
         self._finished = False
+        self._attempts = 0
         self._delivered = 0
         self._request_id = ""
         self._abandoned: set[str] = set()
         self._reply = f"{REPLY_CHANNEL_PREFIX}.{uuid.uuid4().hex}"
+        self._inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._reader: asyncio.Task[None] | None = None
+        self._accept_by = 0.0  # wall clock: until then a worker may take the latest attempt
         self._worker: str | None = None
         self._sent_at = 0.0
         self._deadline = 0.0
@@ -96,24 +111,55 @@ class ChannelStream(Generic[T]):
     def __aiter__(self) -> ChannelStream[T]:
         return self
 
+    async def _read(self) -> None:
+        layer = self._client.layer
+        while True:
+            try:
+                message = dict(await layer.receive(self._reply))
+            except Exception as exc:
+                log.warning("%s replies on %s: %s", self._kind, self._reply, exc)
+                return
+            kind = message.get("type")
+            if kind == CLOSED:
+                return
+            request_id = message.get("request_id")
+            if request_id in self._abandoned:
+                if kind == "inference.accepted":  # taken just as it was given up
+                    await self._cancel(str(message["worker"]), str(request_id))
+                continue
+            if not self._finished:
+                self._inbox.put_nowait(message)
+
     async def _send_request(self) -> None:
         layer = self._client.layer
+        if self._reader is None:
+            self._reader = self._client.spawn(self._read())
         if self._request_id:
             self._abandoned.add(self._request_id)
+            if self._worker:  # it accepted, then went quiet: stop it if it ever wakes up
+                await self._cancel(self._worker, self._request_id)
         self._request_id = uuid.uuid4().hex
         self._worker = None
         self._sent_at = time.monotonic()
-        await layer.send(
-            self._prefer or CHANNELS[self._kind],
-            {
-                "type": "inference.request",
-                "kind": self._kind,
-                "request_id": self._request_id,
-                "reply_channel": self._reply,
-                "accept_by": time.time() + self._accept_timeout(),
-                "payload": self._payload,
-            },
-        )
+        if self._prefer:
+            try:
+                await layer.send(self._prefer, self._request())
+                return
+            except Exception as exc:  # e.g. a dead worker's channel is full
+                log.info("%s request: %s unreachable (%s)", self._kind, self._prefer, exc)
+                self._prefer = None
+        await layer.send(CHANNELS[self._kind], self._request())
+
+    def _request(self) -> dict[str, Any]:
+        self._accept_by = time.time() + self._accept_timeout()
+        return {
+            "type": "inference.request",
+            "kind": self._kind,
+            "request_id": self._request_id,
+            "reply_channel": self._reply,
+            "accept_by": self._accept_by,
+            "payload": self._payload,
+        }
 
     def _accept_timeout(self) -> float:
         s = self._client.settings
@@ -125,7 +171,6 @@ class ChannelStream(Generic[T]):
             raise StopAsyncIteration
         if not self._started:
             self._started = True
-            self._attempts = 0
             self._deadline = time.monotonic() + s.request_timeout_s
             await self._send_request()
         while True:
@@ -142,13 +187,11 @@ class ChannelStream(Generic[T]):
                     log.warning("%s request %s: failing over", self._kind, self._request_id)
                     await self._send_request()
                     continue
-                self._finished = True
+                await self._finish()
                 raise
             kind = message.get("type")
             if message.get("request_id") != self._request_id:
-                if kind == "inference.accepted" and message.get("request_id") in self._abandoned:
-                    await self._cancel(str(message["worker"]), str(message["request_id"]))
-                continue  # a late reply to an abandoned attempt
+                continue
             if kind == "inference.accepted":
                 self._worker = self.worker = str(message["worker"])
                 self._accept_ms = 1000.0 * (time.monotonic() - self._sent_at)
@@ -157,10 +200,10 @@ class ChannelStream(Generic[T]):
             elif kind == "inference.heartbeat":
                 continue
             elif kind == "inference.done":
-                self._finished = True
+                await self._finish(completed=True)
                 raise StopAsyncIteration
             elif kind == "inference.error":
-                self._finished = True
+                await self._finish(completed=True)
                 raise InferenceError(
                     f"{self._kind} worker error: {message.get('message')}",
                     str(message.get("code", "inference_error")),
@@ -183,7 +226,7 @@ class ChannelStream(Generic[T]):
                 f"{self._kind} request timed out after {s.request_timeout_s:.1f} s", "timeout"
             )
         try:
-            return dict(await asyncio.wait_for(self._client.layer.receive(self._reply), wait))
+            return await asyncio.wait_for(self._inbox.get(), wait)
         except TimeoutError:
             if self._worker is None:
                 raise InferenceError(
@@ -203,10 +246,29 @@ class ChannelStream(Generic[T]):
                 worker, {"type": "inference.cancel", "request_id": request_id}
             )
 
-    async def aclose(self) -> None:
-        if self._started and not self._finished and self._worker:
-            await self._cancel(self._worker, self._request_id)
+    async def _finish(self, *, completed: bool = False) -> None:
+        """No more replies wanted: stop the worker, then the reader once nothing can come."""
+        if self._finished:
+            return
         self._finished = True
+        if not self._started:
+            return
+        if self._worker and not completed:
+            await self._cancel(self._worker, self._request_id)
+        # Until `accept_by` a worker may still take an unaccepted attempt; the reader
+        # stays to answer it with a cancel.
+        unaccepted = bool(self._abandoned) or self._worker is None
+        self._abandoned.add(self._request_id)
+        linger = max(0.0, self._accept_by - time.time()) + ACCEPT_GRACE_S if unaccepted else 0.0
+        self._client.spawn(self._close_reader(linger))
+
+    async def _close_reader(self, linger: float) -> None:
+        await asyncio.sleep(linger)
+        with contextlib.suppress(Exception):
+            await self._client.layer.send(self._reply, {"type": CLOSED})
+
+    async def aclose(self) -> None:
+        await self._finish()
 
 
 def _decode_token(message: dict[str, Any]) -> str:
@@ -235,6 +297,14 @@ class ChannelsInference:
         self.layer = layer
         self.settings = settings or ClientSettings()
         self._affinity: OrderedDict[str, str] = OrderedDict()  # call -> its LLM worker
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def spawn(self, coro: Any) -> asyncio.Task[None]:
+        """A background task of this client's streams, kept until it ends."""
+        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
 
     def llm_worker_of(self, session: str) -> str | None:
         """The worker that served `session`'s last LLM turn, if remembered."""

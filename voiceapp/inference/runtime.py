@@ -106,10 +106,11 @@ async def get_inference(layer: Any | None = None) -> ChannelsInference:
         loop = asyncio.get_running_loop()
         if loop not in _embedded:
             models = await asyncio.to_thread(local_models)
-            worker = InferenceWorker(layer, models)
-            task = loop.create_task(worker.run())
-            _embedded[loop] = (worker, task)
-            await worker.ready.wait()
+            if loop not in _embedded:  # another call may have started it while models loaded
+                worker = InferenceWorker(layer, models)
+                task = loop.create_task(worker.run())
+                _embedded[loop] = (worker, task)
+                await worker.ready.wait()
     return ChannelsInference(layer, client_settings())
 
 

@@ -53,8 +53,8 @@ class InferenceWorker:
         self.channel = ""
         self.ready = asyncio.Event()
         self.served = dict.fromkeys(KINDS, 0)
-        self._busy = dict.fromkeys(KINDS, 0)
-        self._freed = asyncio.Condition()
+        self._busy = dict.fromkeys(KINDS, 0)  # requests in progress, however they came
+        self._freed = asyncio.Event()  # set whenever a request ends
         self._handlers: dict[str, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -80,18 +80,35 @@ class InferenceWorker:
                 log.debug("%d worker tasks still stopping", len(stuck))
 
     async def _serve(self, kind: str) -> None:
-        free = asyncio.Semaphore(self.slots[kind])
         while True:
-            await free.acquire()
-            try:
-                message = await self.layer.receive(CHANNELS[kind])
-            except BaseException:
-                free.release()
-                raise
-            task = asyncio.create_task(self._handle(kind, message))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-            task.add_done_callback(lambda _t: free.release())
+            await self._free_slot(kind)
+            message = await self.layer.receive(CHANNELS[kind])
+            if self._busy[kind] >= self.slots[kind]:
+                # A request sent to this worker by name took the slot while this loop
+                # waited: back to the shared queue, where an idle worker takes it.
+                try:
+                    await self.layer.send(CHANNELS[kind], message)
+                    continue
+                except Exception as exc:
+                    log.warning("could not requeue a %s request (%s): serving it", kind, exc)
+            self._start(kind, message)
+
+    async def _free_slot(self, kind: str) -> None:
+        while self._busy[kind] >= self.slots[kind]:
+            self._freed.clear()
+            await self._freed.wait()
+
+    def _start(self, kind: str, message: dict[str, Any]) -> None:
+        """Take a request: it holds one of the kind's slots until its handler ends."""
+        self._busy[kind] += 1
+        task = asyncio.create_task(self._handle(kind, message))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(lambda _t: self._release(kind))
+
+    def _release(self, kind: str) -> None:
+        self._busy[kind] -= 1
+        self._freed.set()
 
     async def _control(self) -> None:
         while True:
@@ -114,14 +131,11 @@ class InferenceWorker:
         """
         wait = float(message.get("accept_by", 0.0)) - time.time()
         try:
-            async with self._freed:
-                await asyncio.wait_for(
-                    self._freed.wait_for(lambda: self._busy[kind] < self.slots[kind]), wait
-                )
+            await asyncio.wait_for(self._free_slot(kind), max(0.0, wait))
         except TimeoutError:
             log.info("direct %s request %s: no free slot in time", kind, message.get("request_id"))
             return
-        await self._handle(kind, message)
+        self._start(kind, message)
 
     async def _handle(self, kind: str, message: dict[str, Any]) -> None:
         request_id = str(message.get("request_id", ""))
@@ -142,7 +156,6 @@ class InferenceWorker:
         current = asyncio.current_task()
         assert current is not None
         self._handlers[request_id] = current
-        self._busy[kind] += 1
         beat = asyncio.create_task(heartbeat())
         try:
             await send(
@@ -177,9 +190,6 @@ class InferenceWorker:
         finally:
             beat.cancel()
             self._handlers.pop(request_id, None)
-            self._busy[kind] -= 1
-            async with self._freed:
-                self._freed.notify_all()
 
     async def _asr(self, reply: str, request_id: str, payload: dict[str, Any]) -> None:
         audio = pcm16_to_float(bytes(payload["audio"]))

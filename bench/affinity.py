@@ -104,9 +104,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     print("starting two LLM worker processes ...", flush=True)
     procs = start_workers(2, args.redis_url, prefix, logs, "--kinds", "llm")
 
+    clients: list[ChannelsInference] = []
+
     def client(affinity: bool) -> ChannelsInference:
         layer = RedisChannelLayer(hosts=redis_hosts(args.redis_url), prefix=prefix, expiry=30)
-        return ChannelsInference(layer, ClientSettings(affinity_sessions=4096 if affinity else 0))
+        settings = ClientSettings(affinity_sessions=4096 if affinity else 0)
+        clients.append(ChannelsInference(layer, settings))
+        return clients[-1]
 
     try:
         await conversation(client(True), 2, "warmup")
@@ -115,6 +119,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             print(name, flush=True)
             passes[name] = await conversation(client(affinity), args.turns, name)
     finally:
+        for c in clients:
+            await c.close()
         for proc in procs:
             proc.terminate()
         for proc in procs:

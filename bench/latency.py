@@ -273,9 +273,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     procs = start_workers(args.workers, args.redis_url, prefix, logs)
     vad = SileroModel()
 
+    clients: list[ChannelsInference] = []
+
     def client() -> ChannelsInference:
         layer = RedisChannelLayer(hosts=redis_hosts(args.redis_url), prefix=prefix, expiry=30)
-        return ChannelsInference(layer)
+        clients.append(ChannelsInference(layer))
+        return clients[-1]
 
     results: dict[str, list[dict[str, Any]]] = {}
     try:
@@ -305,6 +308,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         )
         results["pipelined_2calls"] = pair[0] + pair[1]
     finally:
+        for c in clients:
+            await c.close()
         for proc in procs:
             proc.terminate()
         for proc in procs:

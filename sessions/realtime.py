@@ -234,6 +234,10 @@ class RealtimeSession:
             if task is not current:
                 task.cancel()
         await self.call.close()
+        close_inference = getattr(self._inference, "close", None)
+        if close_inference is not None:  # the Channels client: end its reply readers
+            with contextlib.suppress(Exception):
+                await close_inference()
         pending = [t for t in self._tasks if t is not current]
         if pending:
             await asyncio.wait(pending, timeout=2.0)

@@ -75,11 +75,16 @@ async def start_worker(
 
 
 @pytest.fixture
-def client(make_layer: Callable[[], RedisChannelLayer]) -> ChannelsInference:
-    return ChannelsInference(
+async def client(
+    make_layer: Callable[[], RedisChannelLayer],
+) -> AsyncIterator[ChannelsInference]:
+    """The call loop's client; its stream readers are ended before the test's loop closes."""
+    client = ChannelsInference(
         make_layer(),
         ClientSettings(accept_timeout_s=1.0, liveness_timeout_s=0.6, request_timeout_s=10.0),
     )
+    yield client
+    await client.close()
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ from channels_redis.core import RedisChannelLayer
 
 from tests.engine.conftest import Clip, words
 from voiceapp.engine.inference import InferenceError, collect
+from voiceapp.engine.llm import LLMOptions
 from voiceapp.engine.models import default_voice
 from voiceapp.inference.client import ChannelsInference
 from voiceapp.inference.protocol import CHANNELS, WORKER_CHANNEL_PREFIX
@@ -121,3 +122,37 @@ async def test_a_request_closed_before_it_was_accepted_is_cancelled_when_taken(
     # then that worker is told to cancel it
     cancel = await asyncio.wait_for(worker.receive(late), 3.0)
     assert cancel == {"type": "inference.cancel", "request_id": request["request_id"]}
+
+
+async def test_a_request_handed_to_two_workers_is_kept_to_the_first(
+    make_layer: Callable[[], RedisChannelLayer], client: ChannelsInference
+) -> None:
+    # given a request that two workers both took (a shared queue can hand a message
+    # out twice)
+    layer = make_layer()
+    stream = client.generate(QUESTION, LLMOptions(max_tokens=8))
+    first_token = asyncio.create_task(stream.__anext__())
+    request = await layer.receive(CHANNELS["llm"])
+    reply, request_id = request["reply_channel"], request["request_id"]
+    one, two = f"{WORKER_CHANNEL_PREFIX}.one", f"{WORKER_CHANNEL_PREFIX}.two"
+
+    def token(worker: str, text: str) -> dict[str, str]:
+        return {"type": "inference.token", "request_id": request_id, "worker": worker, "text": text}
+
+    # when both answer, interleaved
+    await layer.send(reply, accepted(request_id, one))
+    await layer.send(reply, accepted(request_id, two))
+    await layer.send(reply, token(two, "Wrong"))
+    await layer.send(reply, token(one, "Paris"))
+    await layer.send(reply, token(two, " twice"))
+    await layer.send(reply, token(one, "."))
+    await layer.send(reply, {"type": "inference.done", "request_id": request_id, "worker": one})
+    # then the caller hears only the first worker, and the second is told to stop
+    assert await asyncio.wait_for(first_token, 3.0) == "Paris"
+    assert await collect(stream) == ["."]
+    assert stream.worker == one
+    cancel = await asyncio.wait_for(layer.receive(two), 3.0)
+    assert cancel == {"type": "inference.cancel", "request_id": request_id}
+
+
+QUESTION = [{"role": "user", "content": "What is the capital of France?"}]

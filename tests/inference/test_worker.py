@@ -82,7 +82,10 @@ async def test_two_workers_share_the_requests(
     # when eight clauses are requested at once
     texts = [f"This is sentence number {n}." for n in range(8)]
     streams = [client.synthesize(t, default_voice()) for t in texts]
-    results = await asyncio.gather(*(collect(s) for s in streams))
+    try:
+        results = await asyncio.gather(*(collect(s) for s in streams))
+    finally:
+        await client.close()
     # then all are answered and both workers took some
     assert all(results)
     assert first.served["tts"] + second.served["tts"] == 8

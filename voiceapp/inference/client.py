@@ -134,6 +134,8 @@ class ChannelStream(Generic[T]):
         layer = self._client.layer
         if self._reader is None:
             self._reader = self._client.spawn(self._read())
+            self._client.readers[self._reply] = self._reader
+            self._reader.add_done_callback(lambda _t: self._client.readers.pop(self._reply, None))
         if self._request_id:
             self._abandoned.add(self._request_id)
             if self._worker:  # it accepted, then went quiet: stop it if it ever wakes up
@@ -192,12 +194,19 @@ class ChannelStream(Generic[T]):
             kind = message.get("type")
             if message.get("request_id") != self._request_id:
                 continue
-            if kind == "inference.accepted":
-                self._worker = self.worker = str(message["worker"])
+            sender = message.get("worker")
+            if kind == "inference.accepted" and self._worker is None:
+                self._worker = self.worker = str(sender)
                 self._accept_ms = 1000.0 * (time.monotonic() - self._sent_at)
                 if self._on_accept is not None:
                     self._on_accept(self._worker)
-            elif kind == "inference.heartbeat":
+            elif sender is not None and sender != self._worker:
+                # A second worker got the same request (a shared queue can hand a
+                # message out twice): keep to the first, stop the other.
+                if kind == "inference.accepted":
+                    await self._cancel(str(sender), self._request_id)
+                continue
+            elif kind in ("inference.accepted", "inference.heartbeat"):
                 continue
             elif kind == "inference.done":
                 await self._finish(completed=True)
@@ -298,6 +307,22 @@ class ChannelsInference:
         self.settings = settings or ClientSettings()
         self._affinity: OrderedDict[str, str] = OrderedDict()  # call -> its LLM worker
         self._tasks: set[asyncio.Task[None]] = set()
+        self.readers: dict[str, asyncio.Task[None]] = {}  # reply channel -> its reader
+
+    async def close(self, timeout_s: float = 3.0) -> None:
+        """End every stream's reader now (tests, benchmarks: before the loop closes).
+
+        Each reader is told to stop through its own channel instead of being
+        cancelled, which a blocking Redis pop can swallow (see `ChannelStream`).
+        """
+        for reply in list(self.readers):
+            with contextlib.suppress(Exception):
+                await self.layer.send(reply, {"type": CLOSED})
+        pending = [t for t in self._tasks if not t.done() and t not in self.readers.values()]
+        for task in pending:  # readers' delayed close messages: already sent above
+            task.cancel()
+        if self._tasks:
+            await asyncio.wait(list(self._tasks), timeout=timeout_s)
 
     def spawn(self, coro: Any) -> asyncio.Task[None]:
         """A background task of this client's streams, kept until it ends."""

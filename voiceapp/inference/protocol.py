@@ -15,6 +15,9 @@ tagged with the `request_id`:
     error     {"type": "inference.error", "request_id", "code", "message"}
     cancel    {"type": "inference.cancel", "request_id"}   caller -> the worker channel
 
+Every reply also carries "worker": the channel of the worker that sent it, so a
+caller keeps to one worker when a shared-queue message was handed out twice.
+
 A retried request keeps its reply channel and gets a new request id; a worker
 that accepts the abandoned attempt late is sent a cancel for it. A call's next
 LLM turn is sent to the worker channel of the worker that served its last one

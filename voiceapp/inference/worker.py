@@ -15,6 +15,7 @@ import logging
 import signal
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Awaitable, Mapping
 from typing import Any
 
@@ -30,6 +31,7 @@ log = logging.getLogger(__name__)
 
 DEFAULT_SLOTS = {"asr": 1, "llm": 1, "tts": 2}
 STOP_TIMEOUT_S = 1.0
+SEEN_REQUESTS = 4096
 
 
 class InferenceWorker:
@@ -56,6 +58,7 @@ class InferenceWorker:
         self._busy = dict.fromkeys(KINDS, 0)  # requests in progress, however they came
         self._freed = asyncio.Event()  # set whenever a request ends
         self._handlers: dict[str, asyncio.Task[None]] = {}
+        self._seen: OrderedDict[str, None] = OrderedDict()  # request ids taken lately
         self._tasks: set[asyncio.Task[None]] = set()
 
     async def run(self) -> None:
@@ -137,16 +140,28 @@ class InferenceWorker:
             return
         self._start(kind, message)
 
+    async def _send(self, reply: str, message: dict[str, Any]) -> None:
+        """A reply, signed with this worker's channel: the caller keeps to one worker."""
+        await self.layer.send(reply, {**message, "worker": self.channel})
+
     async def _handle(self, kind: str, message: dict[str, Any]) -> None:
         request_id = str(message.get("request_id", ""))
         reply = message.get("reply_channel")
         if not reply or not request_id:
             log.warning("dropping malformed %s request", kind)
             return
+        if request_id in self._seen:
+            # channels_redis can hand a shared-queue message out twice (its receive
+            # puts messages in flight back on the queue; django/channels_redis#163).
+            log.info("dropping a repeat of %s request %s", kind, request_id)
+            return
+        self._seen[request_id] = None
+        while len(self._seen) > SEEN_REQUESTS:
+            self._seen.popitem(last=False)
         if time.time() > float(message.get("accept_by", float("inf"))):
             log.info("dropping stale %s request %s", kind, request_id)
             return
-        send = self.layer.send
+        send = self._send
 
         async def heartbeat() -> None:
             while True:
@@ -194,7 +209,7 @@ class InferenceWorker:
     async def _asr(self, reply: str, request_id: str, payload: dict[str, Any]) -> None:
         audio = pcm16_to_float(bytes(payload["audio"]))
         t: Transcript = await self.inference.transcribe(audio, str(payload.get("language", "en")))
-        await self.layer.send(
+        await self._send(
             reply,
             {
                 "type": "inference.result",
@@ -232,7 +247,7 @@ class InferenceWorker:
                 if first:
                     message["queue_ms"] = stream.queue_ms
                     first = False
-                await self.layer.send(reply, message)
+                await self._send(reply, message)
         finally:
             await stream.aclose()
         return stream.queue_ms
@@ -246,7 +261,7 @@ class InferenceWorker:
         stream = self.inference.synthesize(str(payload["text"]), voice)
         try:
             async for chunk in stream:
-                await self.layer.send(
+                await self._send(
                     reply,
                     {
                         "type": "inference.audio",

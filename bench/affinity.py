@@ -17,8 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-import json
-import os
 import time
 import uuid
 from dataclasses import replace
@@ -30,7 +28,7 @@ from voiceapp.engine.llm import LLMOptions, Message
 from voiceapp.inference.client import ChannelsInference, ClientSettings
 from voiceapp.inference.protocol import redis_hosts
 
-from .latency import RESULTS, start_workers
+from .latency import RESULTS, bench_parser, save_report, shut_down, start_workers
 
 INSTRUCTIONS = (
     "You are the voice assistant of the Riverside Community Library. The library opens "
@@ -119,12 +117,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             print(name, flush=True)
             passes[name] = await conversation(client(affinity), args.turns, name)
     finally:
-        for c in clients:
-            await c.close()
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            proc.wait(timeout=20)
+        await shut_down(clients, procs)
     result = {name: summary(records) for name, records in passes.items()}
     ratio = (
         result["with_affinity"]["first_token_ms_p50"]
@@ -137,21 +130,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
-    )
-    parser.add_argument(
-        "--redis-url", default=os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
-    )
+    parser = bench_parser(__doc__)
     parser.add_argument("--turns", type=int, default=10, help="turns per conversation")
-    args = parser.parse_args(argv)
-    report = asyncio.run(run(args))
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-    for name in (f"affinity-{stamp}.json", "affinity-latest.json"):
-        (RESULTS / name).write_text(json.dumps(report, indent=2))
-    print(json.dumps(report["summary"], indent=2))
-    print(f"wrote {RESULTS / f'affinity-{stamp}.json'}")
+    report = asyncio.run(run(parser.parse_args(argv)))
+    save_report(report, "affinity", "affinity-latest.json")
 
 
 if __name__ == "__main__":

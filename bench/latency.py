@@ -91,6 +91,19 @@ def start_workers(
     return procs
 
 
+async def shut_down(clients: list[ChannelsInference], procs: list[subprocess.Popen[bytes]]) -> None:
+    """End the clients' reply readers, then the worker processes."""
+    for client in clients:
+        await client.close()
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 async def talk(
     call: VoiceCall,
     label: str,
@@ -308,15 +321,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         )
         results["pipelined_2calls"] = pair[0] + pair[1]
     finally:
-        for c in clients:
-            await c.close()
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        await shut_down(clients, procs)
 
     summary = {mode: summarize(records) for mode, records in results.items()}
     pipelined = summary["pipelined_1call"]["v2v_client_ms"]
@@ -372,25 +377,34 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawTextHelpFormatter
-    )
+def bench_parser(doc: str | None) -> argparse.ArgumentParser:
+    """The benchmarks' command line: their docstring as help, and the Redis to use."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument(
         "--redis-url", default=os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
     )
+    return parser
+
+
+def save_report(report: dict[str, Any], name: str, latest: str) -> Path:
+    """Write `report` as bench/results/<name>-<UTC time>.json and as `latest`; print it."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    stamped = RESULTS / f"{name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}.json"
+    for path in (stamped, RESULTS / latest):
+        path.write_text(json.dumps(report, indent=2, default=float))
+    print(json.dumps(report["summary"], indent=2))
+    print(f"wrote {stamped}")
+    return stamped
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = bench_parser(__doc__)
     parser.add_argument("--workers", type=int, default=1, help="inference worker processes")
     parser.add_argument("--repeat", type=int, default=2, help="passes over the questions")
-    args = parser.parse_args(argv)
-    report = asyncio.run(run(args))
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-    for name in (f"latency-{stamp}.json", "latest.json"):
-        (RESULTS / name).write_text(json.dumps(report, indent=2, default=float))
-    chart(report["turns"], RESULTS / f"latency-{stamp}.png")
+    report = asyncio.run(run(parser.parse_args(argv)))
+    stamped = save_report(report, "latency", "latest.json")
+    chart(report["turns"], stamped.with_suffix(".png"))
     chart(report["turns"], RESULTS / "latest.png")
-    print(json.dumps(report["summary"], indent=2))
-    print(f"wrote {RESULTS / f'latency-{stamp}.json'} and the .png beside it")
 
 
 __all__ = ["main"]

@@ -35,7 +35,7 @@ import numpy as np
 from voiceapp.engine.audio import float_to_pcm16
 from voiceapp.engine.tracing import SPAN_NAMES
 
-from .latency import RESULTS, stats
+from .latency import save_report, stats
 from .questions import RATE, Question, load_questions
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -277,14 +277,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=2, help="passes over the questions")
     parser.add_argument("--concurrent", type=int, default=2, help="calls at once, second phase")
     parser.add_argument("--workers", type=int, default=1, help="inference worker processes")
-    args = parser.parse_args(argv)
-    report = asyncio.run(run(args))
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    for name in (f"ws-{stamp}.json", "ws-latest.json"):
-        (RESULTS / name).write_text(json.dumps(report, indent=2))
-    print(json.dumps(report["summary"], indent=2))
-    print(f"wrote {RESULTS / f'ws-{stamp}.json'}")
+    report = asyncio.run(run(parser.parse_args(argv)))
+    save_report(report, "ws", "ws-latest.json")
 
 
 if __name__ == "__main__":

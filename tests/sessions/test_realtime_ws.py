@@ -72,6 +72,15 @@ async def events_until(conn: Any, done: Any, timeout_s: float = 60) -> list[dict
     return events
 
 
+async def speak_until_done(conn: Any, audio: bytes, **stream: Any) -> list[dict[str, Any]]:
+    """Stream `audio` like a microphone while collecting events up to `response.done`."""
+    sender = asyncio.ensure_future(stream_audio(conn.send, audio, **stream))
+    try:
+        return await events_until(conn, lambda e: e["type"] == "response.done")
+    finally:
+        sender.cancel()
+
+
 def wait_calls_ended(timeout_s: float = 15) -> None:
     """The server writes the end of a call after the socket closes: wait for it,
     so the test's teardown does not race the server's last writes."""
@@ -123,11 +132,7 @@ def test_openai_sdk_spoken_question(
             updated = await conn.recv()
             assert updated.type == "session.updated"
             assert updated.session.audio.input.turn_detection.silence_duration_ms == 500
-            sender = asyncio.ensure_future(stream_audio(conn.send, question_pcm))
-            try:
-                return await events_until(conn, lambda e: e["type"] == "response.done")
-            finally:
-                sender.cancel()
+            return await speak_until_done(conn, question_pcm)
 
     events = asyncio.run(scenario())
     wait_calls_ended()
@@ -248,13 +253,7 @@ def test_telephone_audio_in_and_out(
         async with client.realtime.connect(model="assistant") as conn:
             await conn.session.update(session={"type": "realtime", "audio": formats})
             # when the question arrives at real-time pace
-            sender = asyncio.ensure_future(
-                stream_audio(conn.send, line, trailing_silence_s=0, bytes_per_s=8000)
-            )
-            try:
-                return await events_until(conn, lambda e: e["type"] == "response.done")
-            finally:
-                sender.cancel()
+            return await speak_until_done(conn, line, trailing_silence_s=0, bytes_per_s=8000)
 
     events = asyncio.run(scenario())
     wait_calls_ended()

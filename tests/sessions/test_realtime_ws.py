@@ -404,6 +404,21 @@ def test_bad_input_gets_errors_and_the_call_survives(
         ),
         (json.dumps({"type": "response.cancel"}), "response_cancel_not_active"),
         (
+            json.dumps(
+                {"type": "session.update", "session": {"output_modalities": ["audio", "text"]}}
+            ),
+            "invalid_value",
+        ),
+        (
+            json.dumps(
+                {
+                    "type": "session.update",
+                    "session": {"audio": {"output": {"format": {"type": "audio/opus"}}}},
+                }
+            ),
+            "unsupported_audio_format",
+        ),
+        (
             json.dumps({"type": "input_audio_buffer.append", "audio": "A" * (2 * 1024 * 1024)}),
             "message_too_large",
         ),
@@ -423,6 +438,13 @@ def test_bad_input_gets_errors_and_the_call_survives(
             updated = await next_of(ws, "session.updated")
             await ws.send(b"\x00\x01binary")
             errors.append(await next_of(ws, "error"))
+            # telephone audio: more than 15 s of 8 kHz mu-law in one append is refused
+            phone = {"audio": {"input": {"format": {"type": "audio/pcmu"}}}}
+            await ws.send(json.dumps({"type": "session.update", "session": phone}))
+            await next_of(ws, "session.updated")
+            too_long = base64.b64encode(b"\xff" * 8000 * 16).decode()
+            await ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": too_long}))
+            errors.append(await next_of(ws, "error"))
             return errors, updated
         finally:
             await ws.close()
@@ -430,7 +452,8 @@ def test_bad_input_gets_errors_and_the_call_survives(
     errors, updated = asyncio.run(scenario())
     wait_calls_ended()
 
-    assert [e["error"]["code"] for e in errors] == [code for _, code in bad] + ["invalid_event"]
+    codes = [code for _, code in bad] + ["invalid_event", "invalid_audio"]
+    assert [e["error"]["code"] for e in errors] == codes
     for event in errors:
         assert event["error"]["type"] == "invalid_request_error" and event["error"]["message"]
     assert errors[2]["error"]["event_id"] == "evt_1" and errors[2]["error"]["param"] == "type"

@@ -48,7 +48,6 @@ log = logging.getLogger(__name__)
 
 PCM_RATE = 24000
 G711_FORMATS = ("audio/pcmu", "audio/pcma")
-G711_RATE = g711.RATE
 
 
 def format_object(kind: str) -> dict[str, Any]:
@@ -604,8 +603,8 @@ class RealtimeSession:
             data = base64.b64decode(audio, validate=True)
         except (binascii.Error, ValueError) as exc:
             raise ClientError("invalid_audio", "audio is not valid base64.", "audio") from exc
-        g711 = self._input_format in G711_FORMATS
-        rate, width = (G711_RATE, 1) if g711 else (PCM_RATE, 2)
+        telephone = self._input_format in G711_FORMATS
+        rate, width = (g711.RATE, 1) if telephone else (PCM_RATE, 2)
         if len(data) % width:
             raise ClientError(
                 "invalid_audio", "audio/pcm must be 16-bit samples (an even byte count).", "audio"
@@ -614,7 +613,7 @@ class RealtimeSession:
             raise ClientError(
                 "invalid_audio", f"Append at most {MAX_APPEND_SECONDS} s of audio at once.", "audio"
             )
-        if g711:
+        if telephone:
             return g711_decode(self._input_format, data), rate
         return data, rate
 
@@ -974,7 +973,7 @@ class RealtimeSession:
             return
         pcm = frame.pcm
         if self._output_format in G711_FORMATS:
-            samples = resample(pcm16_to_float(pcm, 1), frame.sample_rate, G711_RATE)
+            samples = resample(pcm16_to_float(pcm, 1), frame.sample_rate, g711.RATE)
             pcm = g711_encode(self._output_format, samples)
         elif frame.sample_rate != PCM_RATE:
             samples = resample(pcm16_to_float(pcm, 1), frame.sample_rate, PCM_RATE)

@@ -688,13 +688,12 @@ class VoiceCall:
         index = 0
         try:
             while (clause := await clauses.get()) is not None:
+                self._emit(response, TextClause(response.id, clause, index))
                 if not response.speak:
-                    self._emit(response, TextClause(response.id, clause, index))
                     response.clauses.append((clause, 0))
                     index += 1
                     continue
                 trace.mark("tts_start")
-                self._emit(response, TextClause(response.id, clause, index))
                 stream = self._inference.synthesize(clause, cfg.voice)
                 total = 0
                 whole: list[np.ndarray] = []

@@ -90,6 +90,7 @@ class ChannelStream(Generic[T]):
         self._delivered = 0
         self._request_id = ""
         self._abandoned: set[str] = set()
+        self._owners: dict[Any, Any] = {}  # request id -> the worker that accepted it first
         self._reply = f"{REPLY_CHANNEL_PREFIX}.{uuid.uuid4().hex}"
         self._inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         self._reader: asyncio.Task[None] | None = None
@@ -122,10 +123,18 @@ class ChannelStream(Generic[T]):
             kind = message.get("type")
             if kind == CLOSED:
                 return
-            request_id = message.get("request_id")
-            if request_id in self._abandoned:
-                if kind == "inference.accepted":  # taken just as it was given up
-                    await self._cancel(str(message["worker"]), str(request_id))
+            request_id, sender = message.get("request_id"), message.get("worker")
+            if kind == "inference.accepted":
+                if request_id in self._abandoned or (
+                    self._owners.setdefault(request_id, sender) != sender
+                ):
+                    # Taken just as it was given up, or taken twice (channels_redis can
+                    # hand a shared-queue message out twice): keep to one worker.
+                    await self._cancel(str(sender), str(request_id))
+                    continue
+            elif request_id in self._abandoned or (
+                sender is not None and self._owners.get(request_id, sender) != sender
+            ):
                 continue
             if not self._finished:
                 self._inbox.put_nowait(message)
@@ -194,19 +203,12 @@ class ChannelStream(Generic[T]):
             kind = message.get("type")
             if message.get("request_id") != self._request_id:
                 continue
-            sender = message.get("worker")
-            if kind == "inference.accepted" and self._worker is None:
-                self._worker = self.worker = str(sender)
+            if kind == "inference.accepted":
+                self._worker = self.worker = str(message["worker"])
                 self._accept_ms = 1000.0 * (time.monotonic() - self._sent_at)
                 if self._on_accept is not None:
                     self._on_accept(self._worker)
-            elif sender is not None and sender != self._worker:
-                # A second worker got the same request (a shared queue can hand a
-                # message out twice): keep to the first, stop the other.
-                if kind == "inference.accepted":
-                    await self._cancel(str(sender), self._request_id)
-                continue
-            elif kind in ("inference.accepted", "inference.heartbeat"):
+            elif kind == "inference.heartbeat":
                 continue
             elif kind == "inference.done":
                 await self._finish(completed=True)

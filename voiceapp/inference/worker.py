@@ -16,7 +16,7 @@ import signal
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Coroutine, Mapping
 from typing import Any
 
 from voiceapp.engine.asr import Transcript
@@ -104,10 +104,14 @@ class InferenceWorker:
     def _start(self, kind: str, message: dict[str, Any]) -> None:
         """Take a request: it holds one of the kind's slots until its handler ends."""
         self._busy[kind] += 1
-        task = asyncio.create_task(self._handle(kind, message))
+        self._spawn(self._handle(kind, message)).add_done_callback(lambda _t: self._release(kind))
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """A task of this worker's, cancelled with it."""
+        task = asyncio.create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        task.add_done_callback(lambda _t: self._release(kind))
+        return task
 
     def _release(self, kind: str) -> None:
         self._busy[kind] -= 1
@@ -122,9 +126,7 @@ class InferenceWorker:
                 if handler is not None:
                     handler.cancel()
             elif kind == "inference.request" and message.get("kind") in self.kinds:
-                task = asyncio.create_task(self._direct(str(message["kind"]), message))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                self._spawn(self._direct(str(message["kind"]), message))
 
     async def _direct(self, kind: str, message: dict[str, Any]) -> None:
         """A request sent to this worker by name (a call's next LLM turn, for its cache).

@@ -53,6 +53,7 @@ from .frames import (
     TTSAudio,
 )
 from .inference import Inference, InferenceError, Stream
+from .knowledge import Fact
 from .llm import LLMOptions, Message
 from .tracing import TurnTrace
 from .tts import VoiceSpec
@@ -82,6 +83,7 @@ class CallConfig:
 
     voice: VoiceSpec
     instructions: str = "You are a helpful voice assistant."
+    facts: tuple[Fact, ...] = ()  # the persona's knowledge: retrieved per caller turn
     reply_hint: str = DEFAULT_REPLY_HINT
     greeting: str = ""
     language: str = "en"

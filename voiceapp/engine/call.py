@@ -52,29 +52,27 @@ from .frames import (
     TranscriptPartial,
     TTSAudio,
 )
+from .guard import Action, GuardSettings, ReplyGuard, numbers_in
 from .inference import Inference, InferenceError, Stream
 from .knowledge import Fact
 from .llm import LLMOptions, Message
+from .prompt import DEFAULT_DECLINE, DEFAULT_REPLY_HINT, PromptBuilder
 from .tracing import TurnTrace
 from .tts import VoiceSpec
-from .turns import TurnDetector, TurnEvent, TurnEventKind, TurnSettings, sentence_completeness
+from .turns import (
+    TurnDetector,
+    TurnEvent,
+    TurnEventKind,
+    TurnSettings,
+    TurnState,
+    sentence_completeness,
+)
 from .vad import CHUNK_MS, CHUNK_SAMPLES, SileroModel, StreamingVAD
 
 log = logging.getLogger(__name__)
 
 RESPECULATE_AFTER_MS = 300  # more silence before an "unfinished" pause is transcribed again
 TRANSCRIPT_WAIT_S = 10.0  # how long a requested reply waits for a turn still being transcribed
-
-DEFAULT_REPLY_HINT = (
-    "You are speaking on a voice call: answer in one or two short sentences, "
-    "plain words, no lists, no markdown, no emojis."
-)
-
-
-LANGUAGE_NAMES = {
-    "en": "English", "de": "German", "fr": "French", "es": "Spanish", "it": "Italian",
-    "nl": "Dutch", "pt": "Portuguese", "pl": "Polish", "sv": "Swedish", "da": "Danish",
-}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +83,14 @@ class CallConfig:
     instructions: str = "You are a helpful voice assistant."
     facts: tuple[Fact, ...] = ()  # the persona's knowledge: retrieved per caller turn
     reply_hint: str = DEFAULT_REPLY_HINT
+    # Grounded prompting (facts next to the question, worked examples, declines) and
+    # the reply guard (loops, language, invented numbers, sentence cap). False gives
+    # the plain prompt of earlier versions: the baseline of the quality benchmark.
+    grounding: bool = True
+    # A caller turn that a fact answers clearly gets the fact as written, without the LLM.
+    direct_answers: bool = True
+    max_sentences: int = 3
+    decline_text: str = DEFAULT_DECLINE
     greeting: str = ""
     language: str = "en"
     llm: LLMOptions = field(default_factory=LLMOptions)
@@ -160,6 +166,11 @@ class VoiceCall:
         self._resampler: StreamResampler | None = None
         self._out: asyncio.Queue[Frame | None] = asyncio.Queue()
         self.history: list[Message] = []
+        # What the LLM was sent for a history message, when it differs from the
+        # message (a caller turn with its facts); kept so the prompt's prefix stays
+        # the same turn after turn and the LLM's KV cache keeps it.
+        self._sent: dict[int, str] = {}
+        self._prompt = self._prompt_builder(config)
         self._tasks: set[asyncio.Task[None]] = set()
         self._transcribing: set[asyncio.Task[None]] = set()  # manual-mode turns in ASR
         self._ids = itertools.count(1)
@@ -229,11 +240,27 @@ class VoiceCall:
         if role not in ("user", "assistant", "system"):
             raise ValueError(f"unknown role {role!r}")
         self.history.append({"role": role, "content": text})
+        if role == "user":  # the caller's words go to the LLM with their facts
+            sent = self._prompt.turn(text).content
+            if sent != text:
+                self._sent[len(self.history) - 1] = sent
 
     def update_config(self, config: CallConfig) -> None:
         """Apply new settings (instructions, voice, turn detection ...) from the next turn on."""
         self.config = config
         self._detector.settings = config.turns
+        self._prompt = self._prompt_builder(config)
+
+    @staticmethod
+    def _prompt_builder(config: CallConfig) -> PromptBuilder:
+        return PromptBuilder(
+            instructions=config.instructions,
+            facts=config.facts if config.grounding else (),
+            reply_hint=config.reply_hint,
+            language=config.language,
+            derive_facts=config.grounding,
+            direct_min_score=0.75 if config.grounding and config.direct_answers else None,
+        )
 
     def create_response(
         self, *, instructions: str | None = None, max_output_tokens: int | None = None
@@ -314,7 +341,7 @@ class VoiceCall:
         prob = self._vad.process(chunk)[0]
         self._chunks += 1
         detector = self._detector
-        if detector.state.value != "idle":
+        if detector.state is not TurnState.IDLE:
             self._utterance.append(chunk)
             self._utterance_samples += len(chunk)
         else:
@@ -442,7 +469,7 @@ class VoiceCall:
         cfg = self.config
         if (
             cfg.partial_interval_ms <= 0
-            or self._detector.state.value != "speaking"
+            or self._detector.state is not TurnState.SPEAKING
             or not self._speech_announced
             or (self._partial_task is not None and not self._partial_task.done())
         ):
@@ -535,19 +562,11 @@ class VoiceCall:
         task.add_done_callback(response.tasks.discard)
 
     def _messages(self, user_text: str | None, instructions: str | None = None) -> list[Message]:
-        cfg = self.config
-        system = (instructions or cfg.instructions).strip()
-        if cfg.reply_hint:
-            system = f"{system}\n\n{cfg.reply_hint}"
-        language = LANGUAGE_NAMES.get(cfg.language.split("-")[0].lower())
-        if language:  # small models drift into other languages without this
-            system = f"{system} Always answer in {language}."
+        """The prompt: system, worked examples, history as sent, then `user_text` if given."""
         history = self._trimmed_history()
-        msgs: list[Message] = [{"role": "system", "content": system}]
-        msgs += history
         if user_text is not None:
-            msgs.append({"role": "user", "content": user_text})
-        return msgs
+            history.append({"role": "user", "content": self._prompt.turn(user_text).content})
+        return self._prompt.messages(history, instructions)
 
     def _trimmed_history(self) -> list[Message]:
         budget = self.config.history_budget_chars
@@ -561,7 +580,10 @@ class VoiceCall:
             while start < len(self.history) and self.history[start]["role"] == "assistant":
                 start += 1  # begin with a user turn
             self._history_start = start
-        return self.history[start:]
+        return [
+            {"role": m["role"], "content": self._sent.get(i, m["content"])}
+            for i, m in enumerate(self.history[start:], start)
+        ]
 
     async def _transcribe(self, response: _Response, audio: np.ndarray) -> Transcript | None:
         response.trace.mark("asr_start")
@@ -637,23 +659,36 @@ class VoiceCall:
         play_task = self._spawn(self._playout(response))
         response.tasks.add(play_task)
         chunker = ClauseChunker(cfg.chunker)
+        guard = self._guard(messages)
         trace = response.trace
         trace.mark("llm_start")
         stream: Stream[str] | None = None
         tokens = 0
+        raw = ""
+        stopped = False
+        direct = self._direct_answer(user_text) if instructions is None else None
         try:
-            stream = self._inference.generate(messages, replace(options, session=self.call_id))
-            async for delta in stream:
-                if tokens == 0:
-                    trace.mark("llm_first_token")
-                    trace.llm_queue_ms = stream.queue_ms
-                tokens += 1
-                response.text += delta
-                self._emit(response, LLMToken(response.id, delta))
-                if not cfg.sequential:
-                    for clause in chunker.push(delta):
-                        trace.mark("first_clause")
-                        clauses.put_nowait(clause)
+            source: AsyncIterator[str]
+            if direct is not None:
+                source = _once(direct)
+            else:
+                stream = self._inference.generate(messages, replace(options, session=self.call_id))
+                source = stream
+            async for delta in source:
+                if stream is not None:
+                    if tokens == 0:
+                        trace.mark("llm_first_token")
+                        trace.llm_queue_ms = stream.queue_ms
+                    tokens += 1
+                raw += delta
+                if cfg.sequential:
+                    continue
+                for clause in chunker.push(delta):
+                    if not self._pass_clause(response, guard, clause, clauses):
+                        stopped = True
+                        break
+                if stopped:
+                    break
         except InferenceError as exc:
             clauses.put_nowait(None)
             self._fail(response, exc)
@@ -662,13 +697,58 @@ class VoiceCall:
             if stream is not None:
                 await stream.aclose()
         response.usage = {"output_tokens": tokens}
-        rest = [response.text.strip()] if cfg.sequential else chunker.flush()
-        for clause in rest:
-            trace.mark("first_clause")
-            clauses.put_nowait(clause)
+        if not stopped:
+            for clause in [raw.strip()] if cfg.sequential else chunker.flush():
+                if clause and not self._pass_clause(response, guard, clause, clauses):
+                    break
+        if guard.reason:
+            log.info("response %s cut by the reply guard: %s", response.id, guard.reason)
         clauses.put_nowait(None)
         await asyncio.gather(tts_task, play_task)
         self._finish(response, "completed")
+
+    def _direct_answer(self, user_text: str | None) -> str | None:
+        """The fact to speak as written for the caller's last words, if one answers them."""
+        if user_text is None:
+            if not self.history or self.history[-1]["role"] != "user":
+                return None
+            user_text = self.history[-1]["content"]
+        return self._prompt.turn(user_text).direct
+
+    def _guard(self, messages: list[Message]) -> ReplyGuard:
+        """The reply's guard: numbers it may state are those its prompt holds."""
+        cfg = self.config
+        check = cfg.grounding and self._prompt.grounded
+        settings = GuardSettings(
+            max_sentences=cfg.max_sentences if cfg.grounding else 1000,
+            language=cfg.language if cfg.grounding else "",
+            check_numbers=check,
+            decline=cfg.decline_text,
+        )
+        allowed = numbers_in(" ".join(m["content"] for m in messages)) if check else set()
+        return ReplyGuard(settings, allowed)
+
+    def _pass_clause(
+        self,
+        response: _Response,
+        guard: ReplyGuard,
+        clause: str,
+        clauses: asyncio.Queue[str | None],
+    ) -> bool:
+        """Send a clause the guard lets through to TTS and the transcript; False: stop."""
+        verdict = guard.check(clause)
+        text = verdict.text
+        if verdict.reason == "invented_number" and response.text:
+            text = ""  # what was said stands; the made-up part is dropped
+        elif verdict.reason == "language" and not response.text:
+            text = self.config.decline_text  # never silence: say so in the call's language
+        if text:
+            response.trace.mark("first_clause")
+            delta = f" {text}" if response.text else text
+            response.text += delta
+            self._emit(response, LLMToken(response.id, delta))
+            clauses.put_nowait(text)
+        return verdict.action is Action.SPEAK
 
     async def _speak_text(self, response: _Response, text: str) -> None:
         clauses: asyncio.Queue[str | None] = asyncio.Queue()
@@ -831,11 +911,17 @@ class VoiceCall:
             self._speculative = None
         if self._active is response:
             self._active = None
-        if was is not ResponseState.CANCELLED:
+        # A speculative response was never announced (its ResponseStarted is held
+        # back): it fails silently, and the end of the turn starts a fresh one.
+        if was is ResponseState.ACTIVE:
             self._out.put_nowait(ErrorFrame(exc.code, str(exc)))
             self._out.put_nowait(
                 ResponseDone(response.id, "failed", response.text, response.trace.spans())
             )
+
+
+async def _once(text: str) -> AsyncIterator[str]:
+    yield text
 
 
 __all__ = ["AudioFormatError", "CallConfig", "VoiceCall"]

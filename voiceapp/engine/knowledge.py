@@ -2,12 +2,27 @@
 
 A `Fact` is one entry a business wrote: an optional question (how a caller might
 ask) and the answer. `KnowledgeBase.retrieve(utterance)` returns the entries
-relevant to what the caller just said, in a fraction of a millisecond, with no
-model round trip: the prompt builder places them next to the question.
+relevant to what the caller just said, in well under a millisecond for a few
+hundred facts, with no model round trip: the prompt builder places them next to
+the question.
+
+Scoring is lexical, built for short spoken questions:
+- words are lower-cased, lightly stemmed ("opening", "opens" -> "open") and
+  stripped of function words and call fillers ("um", "could you tell me");
+- a few *topics* bridge the words callers use and the shape of the answer:
+  "when", "what time", "hours" match an answer that holds a time of day; "how
+  much", "cost" match a price; "where" an address; "phone", "call" a number;
+- a fact's score is the share of the question's information (IDF-weighted
+  terms) that it covers. A word that no fact contains weighs as much as the
+  rarest word, so "Do you sell gluten-free bread?" is not answered by the
+  bread price: most of what was asked is not in the facts.
 """
 
 from __future__ import annotations
 
+import math
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 
@@ -15,3 +30,235 @@ from dataclasses import dataclass
 class Fact:
     answer: str
     question: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Match:
+    fact: Fact
+    score: float  # 0..1: the share of the question's weighted terms the fact covers
+
+
+@dataclass(frozen=True, slots=True)
+class RetrievalSettings:
+    min_score: float = 0.5  # below this a fact does not answer the question
+    max_facts: int = 2
+    runner_up_ratio: float = 0.75  # a second fact must score this close to the best
+
+
+_STOPWORDS = frozenset(
+    """
+    a an the and or but if then so of to in on at by for with from into about as is are was
+    were be been being am do does did done have has had having i me my mine we us our ours you
+    your yours he him his she her it its they them their this that these those there here
+    what which who whom whose how why can could would should will shall may might must
+    not no yes just also too very really quite any some all each every please thanks thank
+    hi hello hey um uh er ah oh okay ok well like know tell wonder wondering want wanted need
+    looking let see say said get got go going come coming like actually maybe sure right
+    guys one thing something anything someone anyone kind sort bit lot little much many
+    question ask asking curious help think id ill im ive youre whats thats theres take
+    during around usually normally exactly currently moment still
+    """.split()
+)
+
+# Words that name a kind of answer. A question word maps to its topic, and a
+# fact whose answer has that shape (a time, a price, ...) carries the topic.
+_TOPIC_WORDS: dict[str, tuple[str, ...]] = {
+    "@time": (
+        "when", "time", "hour", "open", "close", "clos", "early", "late", "earliest",
+        "latest", "until", "till", "morning", "evening", "tonight", "today", "tomorrow",
+        "weekend", "schedule",
+    ),
+    "@price": (
+        "price", "cost", "charge", "fee", "expensive", "cheap", "dollar", "euro",
+        "pound", "much",
+    ),
+    "@place": ("where", "address", "locat", "street", "find", "direction", "near", "far"),
+    "@phone": ("phone", "call", "number", "ring", "reach", "contact", "text"),
+    "@email": ("email", "mail", "write"),
+}  # fmt: skip
+_WORD_TOPIC = {w: topic for topic, words in _TOPIC_WORDS.items() for w in words}
+
+# The shape of an answer: what a fact's text holds.
+_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "@time",
+        re.compile(
+            r"\b\d{1,2}(:\d\d)?\s*(a\.?m\.?|p\.?m\.?)|\b\d{1,2}:\d\d\b|\bnoon\b|\bmidnight\b"
+            r"|\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b|\bdays?\b"
+            r"|\bhours?\b|\bweeks?\b",
+            re.I,
+        ),
+    ),
+    ("@price", re.compile(r"[$€£]\s*\d|\b\d+(\.\d\d)?\s*(dollars?|euros?|pounds?|cents?)\b", re.I)),
+    ("@phone", re.compile(r"\b\d{3}[-. ]\d{3,4}([-. ]\d{3,4})?\b|\bphone\b|\bcall us\b", re.I)),
+    ("@email", re.compile(r"\b[\w.+-]+@[\w-]+\.[\w.]+\b")),
+    (
+        "@place",
+        re.compile(
+            r"\b\d+\s+\w+\s+(street|st|road|rd|avenue|ave|lane|ln|boulevard|blvd|square|way)\b"
+            r"|\b(street|avenue|road|located|address|downtown|corner|next to)\b",
+            re.I,
+        ),
+    ),
+)
+
+_SYNONYMS: dict[str, str] = {
+    # caller's word -> the word a business tends to write
+    "buy": "order", "purchase": "order", "book": "reserv", "booking": "reserv",
+    "reservation": "reserv", "table": "reserv", "ship": "deliver", "bring": "deliver",
+    "drop": "deliver", "car": "park", "pet": "dog", "pup": "dog", "puppy": "dog",
+    "card": "pay", "cash": "pay", "credit": "pay", "debit": "pay", "accept": "pay",
+    "delivery": "deliver", "deliveries": "deliver", "loaf": "bread", "loaves": "bread",
+    "weekday": "week", "weekdays": "week", "weekends": "weekend",
+    "wheelchair": "access", "ramp": "access",
+    "vegan": "vegan", "glutenfree": "gluten", "wifi": "wifi", "internet": "wifi",
+    "cancel": "cancel", "refund": "refund", "return": "refund", "job": "hir",
+    "work": "hir", "hiring": "hir", "kid": "child", "children": "child",
+}  # fmt: skip
+
+
+def _stem(word: str) -> str:
+    w = word
+    if len(w) > 4 and w.endswith("ies"):
+        w = w[:-3] + "y"
+    elif len(w) > 5 and w.endswith("ing"):
+        w = w[:-3]
+    elif len(w) > 4 and w.endswith("ed"):
+        w = w[:-2]
+    elif len(w) > 3 and w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    if len(w) > 3 and w.endswith("e"):
+        w = w[:-1]
+    if len(w) > 3 and w[-1] == w[-2] and w[-1] not in "aeiousl":
+        w = w[:-1]  # "shopp" -> "shop", "bigg" -> "big"
+    return w
+
+
+_PHRASES = (
+    ("gluten-free", "glutenfree"), ("gluten free", "glutenfree"), ("e-mail", "email"),
+    ("email address", "email"), ("mail address", "email"), ("phone number", "phone"),
+    ("telephone", "phone"),
+)  # fmt: skip
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday")
+
+
+def terms(text: str) -> list[str]:
+    """Content terms of `text`: lower-cased, stemmed, function words removed."""
+    text = text.lower()
+    for phrase, replacement in _PHRASES:
+        text = text.replace(phrase, replacement)
+    words = re.findall(r"[a-z0-9]+(?:'[a-z]+)?", text)
+    out: list[str] = []
+    for raw in words:
+        w = raw.replace("'", "")
+        if w in _STOPWORDS or (len(w) < 2 and not w.isdigit()):
+            continue
+        if w in _SYNONYMS:
+            out.append(_SYNONYMS[w])
+            continue
+        out.append(_stem(w))
+    return out
+
+
+def _question_topics(text: str, words: Iterable[str]) -> set[str]:
+    t = text.lower()
+    topics = {_WORD_TOPIC[w] for w in words if w in _WORD_TOPIC}
+    for wh, topic in (("when", "@time"), ("what time", "@time"), ("where", "@place")):
+        if wh in t:
+            topics.add(topic)
+    if re.search(r"\bhow (much|expensive)\b", t):
+        topics.add("@price")
+    return topics
+
+
+def _fact_topics(fact: Fact) -> set[str]:
+    text = f"{fact.question} {fact.answer}"
+    topics = {topic for topic, pattern in _SHAPES if pattern.search(text)}
+    words = terms(text)
+    for w in words:
+        if w in _WORD_TOPIC:
+            topics.add(_WORD_TOPIC[w])
+    # Day names stand for "week" and "weekend", as callers say them.
+    if any(day in words for day in _WEEKDAYS):
+        topics.add("week")
+    if "saturday" in words or "sunday" in words:
+        topics.add("weekend")
+    return topics
+
+
+class KnowledgeBase:
+    """An index of a persona's facts. Build once per call; `retrieve` per caller turn."""
+
+    def __init__(
+        self,
+        facts: Sequence[Fact],
+        settings: RetrievalSettings | None = None,
+        *,
+        background: str = "",
+    ) -> None:
+        """`background`: text the whole call is about (the persona's instructions).
+
+        Its words ("bakery", the business's name) say little about which fact
+        a question needs, so they weigh less.
+        """
+        self.facts = tuple(facts)
+        self.settings = settings or RetrievalSettings()
+        self._background = set(terms(background))
+        self._terms: list[set[str]] = []
+        df: dict[str, int] = {}
+        for fact in self.facts:
+            words = set(terms(f"{fact.question} {fact.answer}")) | _fact_topics(fact)
+            self._terms.append(words)
+            for w in words:
+                df[w] = df.get(w, 0) + 1
+        n = max(1, len(self.facts))
+        # Smoothed IDF; an unknown word weighs as much as a word in a single fact.
+        self._idf = {w: math.log(1.0 + n / c) for w, c in df.items()}
+        self._unknown_idf = math.log(1.0 + n)
+
+    def __len__(self) -> int:
+        return len(self.facts)
+
+    def _weight(self, term: str) -> float:
+        weight = self._idf.get(term, self._unknown_idf)
+        if term.startswith("@"):
+            # A topic names what kind of answer is wanted: it counts even when many
+            # facts share it ("when" -> a time), though less than an unknown word.
+            return max(weight, 0.8 * self._unknown_idf)
+        if term in self._background:
+            return 0.2 * weight
+        if term.isdigit():
+            return 0.5 * weight  # a number in a question is often the caller's guess
+        return weight
+
+    def retrieve(self, utterance: str) -> list[Match]:
+        """The facts that answer `utterance`, best first (empty when none does)."""
+        if not self.facts:
+            return []
+        words = terms(utterance)
+        topics = _question_topics(utterance, words)
+        # A topic word ("open", "price") stands for its topic; other words for themselves.
+        query: dict[str, float] = {}
+        for w in words:
+            key = _WORD_TOPIC.get(w, w)
+            query[key] = max(query.get(key, 0.0), self._weight(key))
+        for topic in topics:
+            query[topic] = max(query.get(topic, 0.0), self._weight(topic))
+        total = sum(query.values())
+        if total <= 0:
+            return []
+        scored: list[Match] = []
+        for fact, fact_terms in zip(self.facts, self._terms, strict=True):
+            covered = sum(weight for term, weight in query.items() if term in fact_terms)
+            if covered:
+                scored.append(Match(fact, covered / total))
+        scored.sort(key=lambda m: m.score, reverse=True)
+        s = self.settings
+        if not scored or scored[0].score < s.min_score:
+            return []
+        best = scored[0].score
+        return [
+            m
+            for m in scored[: s.max_facts]
+            if m.score >= max(s.min_score, best * s.runner_up_ratio)
+        ]

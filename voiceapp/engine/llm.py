@@ -27,6 +27,33 @@ class LLMOptions:
     model: str = ""  # HTTP backend: the model name; "" uses the backend's default
     backend: str = "local"  # "local" (llama.cpp) or "http" (OpenAI-compatible endpoint)
     session: str = ""  # the call: its turns go back to the llama context holding its prefix
+    # Penalizes tokens of the last 64 (llama.cpp); small models loop without it.
+    # The HTTP backend sends it as frequency_penalty = repeat_penalty - 1.
+    repeat_penalty: float = 1.1
+
+    def to_wire(self) -> dict[str, Any]:
+        """The options as a JSON-safe dict (the inference request's fields)."""
+        return {
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "model": self.model,
+            "backend": self.backend,
+            "session": self.session,
+            "repeat_penalty": self.repeat_penalty,
+        }
+
+    @classmethod
+    def from_wire(cls, payload: dict[str, Any]) -> LLMOptions:
+        """The inverse of `to_wire`; missing fields take the defaults above."""
+        d = cls()
+        return cls(
+            max_tokens=int(payload.get("max_tokens", d.max_tokens)),
+            temperature=float(payload.get("temperature", d.temperature)),
+            model=str(payload.get("model", d.model)),
+            backend=str(payload.get("backend", d.backend)),
+            session=str(payload.get("session", d.session)),
+            repeat_penalty=float(payload.get("repeat_penalty", d.repeat_penalty)),
+        )
 
 
 class LLM(Protocol):
@@ -163,6 +190,7 @@ class LlamaLLM:
                 stream=True,
                 max_tokens=options.max_tokens,
                 temperature=options.temperature,
+                repeat_penalty=options.repeat_penalty,
             )
             try:
                 for chunk in chunks:
@@ -202,6 +230,8 @@ class HttpLLM:
             "max_tokens": options.max_tokens,
             "temperature": options.temperature,
         }
+        if options.repeat_penalty != 1.0:
+            body["frequency_penalty"] = round(options.repeat_penalty - 1.0, 3)
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
         if s.api_key:
             headers["Authorization"] = f"Bearer {s.api_key}"

@@ -355,14 +355,7 @@ class ChannelsInference:
         raise InferenceError("ASR worker finished without a transcript", "asr_failed")
 
     def generate(self, messages: list[Message], options: LLMOptions) -> ChannelStream[str]:
-        payload = {
-            "messages": [dict(m) for m in messages],
-            "max_tokens": options.max_tokens,
-            "temperature": options.temperature,
-            "model": options.model,
-            "backend": options.backend,
-            "session": options.session,
-        }
+        payload = {"messages": [dict(m) for m in messages], **options.to_wire()}
         session = options.session
         if not session:
             return ChannelStream(self, "llm", payload, _decode_token)

@@ -227,13 +227,7 @@ class InferenceWorker:
         )
 
     async def _llm(self, reply: str, request_id: str, payload: dict[str, Any]) -> float | None:
-        options = LLMOptions(
-            max_tokens=int(payload.get("max_tokens", 80)),
-            temperature=float(payload.get("temperature", 0.2)),
-            model=str(payload.get("model", "")),
-            backend=str(payload.get("backend", "local")),
-            session=str(payload.get("session", "")),
-        )
+        options = LLMOptions.from_wire(payload)
         messages = [
             {"role": str(m["role"]), "content": str(m["content"])} for m in payload["messages"]
         ]

@@ -1,0 +1,153 @@
+"""Checks on each clause of a reply before it is spoken.
+
+A small model can loop ("No, no, no, no ..."), run on, switch language, or
+state a number it made up. `ReplyGuard.check(clause)` looks at each clause the
+chunker cuts, before it goes to TTS, and says whether to speak it, speak a
+shortened form and stop, or stop (and what to say instead). The call stops the
+LLM as soon as the guard says stop, so a loop costs one clause, not 26 s of audio.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+
+NUMBER_WORDS = {
+    "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8",
+    "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "thirteen": "13",
+    "fourteen": "14", "fifteen": "15", "sixteen": "16", "seventeen": "17",
+    "eighteen": "18", "nineteen": "19", "twenty": "20", "thirty": "30", "forty": "40",
+    "fifty": "50", "sixty": "60", "seventy": "70", "eighty": "80", "ninety": "90",
+}  # fmt: skip
+
+# Function words that mark a language; a clause in the pinned language rarely
+# holds several of another's and none of its own.
+_FUNCTION_WORDS: dict[str, frozenset[str]] = {
+    "en": frozenset(
+        "the and is are you we i it to of a in for on that this with be have not do can "
+        "our your at from will".split()
+    ),
+    "fr": frozenset(
+        "le la les est et vous nous je un une des du de pour dans pas que qui sur avec "
+        "sont être avez c'est il elle ce".split()
+    ),
+    "es": frozenset(
+        "el la los las es y usted nosotros yo un una de del para en no que con por se "
+        "está son".split()
+    ),
+    "de": frozenset(
+        "der die das ist und sie wir ich ein eine nicht zu mit für auf den dem ist sind "
+        "haben".split()
+    ),
+    "it": frozenset("il la lo gli le è e noi io un una di per non che con sono".split()),
+    "pt": frozenset("o a os as é e nós eu um uma de do da para em não que com são".split()),
+    "nl": frozenset("de het is en u wij ik een niet van voor op met zijn".split()),
+}
+
+
+class Action(enum.Enum):
+    SPEAK = "speak"  # speak the clause (maybe shortened) and go on
+    STOP = "stop"  # speak the clause given (if any), then end the reply
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    action: Action
+    text: str  # what to speak ("" for nothing)
+    reason: str = ""  # why the guard intervened: loop, invented_number, language, sentence_cap
+
+
+@dataclass(frozen=True, slots=True)
+class GuardSettings:
+    max_sentences: int = 3  # a voice reply longer than this is cut at a sentence end
+    language: str = "en"
+    check_numbers: bool = True
+    decline: str = ""  # said instead of a clause with an invented number ("" = nothing)
+
+
+def numbers_in(text: str) -> set[str]:
+    """The numbers a text states, as digit strings ("8:00 am" -> {"8"}, "eight" -> {"8"})."""
+    lowered = text.lower()
+    found = {n.lstrip("0") or "0" for n in re.findall(r"\d+", lowered)}
+    found.update(NUMBER_WORDS[w] for w in re.findall(r"[a-z]+", lowered) if w in NUMBER_WORDS)
+    return found - {"0"}
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-zà-ÿ']+", text.lower())
+
+
+def _repeated_unit(words: list[str]) -> int | None:
+    """Index where a unit of 1-6 words starts repeating a third time in a row, else None."""
+    n = len(words)
+    for size in range(1, 7):
+        for start in range(0, n - 3 * size + 1):
+            unit = words[start : start + size]
+            if (
+                words[start + size : start + 2 * size] == unit
+                and words[start + 2 * size : start + 3 * size] == unit
+            ):
+                return start + size  # keep the first occurrence
+    return None
+
+
+def _foreign(text: str, language: str) -> bool:
+    own = _FUNCTION_WORDS.get(language)
+    if own is None:
+        return False
+    words = _words(text)
+    if len(words) < 4:
+        return False
+    own_hits = sum(w in own for w in words)
+    for other, vocabulary in _FUNCTION_WORDS.items():
+        if other == language:
+            continue
+        hits = sum(w in vocabulary and w not in own for w in words)
+        if hits >= 3 and hits > 2 * own_hits:
+            return True
+    return False
+
+
+class ReplyGuard:
+    """One per reply. `allowed_numbers`: numbers the reply may state (facts, caller, history)."""
+
+    def __init__(self, settings: GuardSettings, allowed_numbers: set[str] | None = None) -> None:
+        self.settings = settings
+        self.allowed_numbers = allowed_numbers or set()
+        self._spoken: list[str] = []
+        self._spoken_words: list[str] = []
+        self._sentences = 0
+        self.reason = ""  # set once the guard has cut the reply
+
+    def check(self, clause: str) -> Verdict:
+        s = self.settings
+        words = _words(clause)
+        norm = " ".join(words)
+        # A clause said before, or a unit looping inside this clause or across clauses.
+        if norm and norm in self._spoken:
+            return self._stop("", "loop")
+        joined = self._spoken_words + words
+        cut = _repeated_unit(joined)
+        if cut is not None:
+            keep = max(0, cut - len(self._spoken_words))
+            text = " ".join(clause.split()[:keep]).rstrip(",;:") if keep else ""
+            if text and text[-1] not in ".!?":
+                text += "."
+            return self._stop(text, "loop")
+        if s.language and _foreign(clause, s.language.split("-")[0].lower()):
+            return self._stop("", "language")
+        if s.check_numbers:
+            invented = numbers_in(clause) - self.allowed_numbers
+            if invented:
+                return self._stop(s.decline, "invented_number")
+        self._spoken.append(norm)
+        self._spoken_words = joined
+        self._sentences += len(re.findall(r"[.!?](\s|$)", clause))
+        if self._sentences >= s.max_sentences:
+            return self._stop(clause, "sentence_cap")
+        return Verdict(Action.SPEAK, clause)
+
+    def _stop(self, text: str, reason: str) -> Verdict:
+        self.reason = reason
+        return Verdict(Action.STOP, text, reason)

@@ -1,0 +1,185 @@
+"""The prompt a call sends its LLM each turn, written for small models.
+
+A 135M-parameter model follows what is next to the question far better than
+what is in a long system prompt. So, when a persona has knowledge:
+- the system prompt says who the agent is, how to speak, and the one rule:
+  answer from the facts given with the question, else say you don't know and
+  offer to take a message;
+- two worked examples (one answered from a fact, one declined) come first, as
+  earlier turns, so the model sees the pattern it should continue;
+- each caller turn is sent as the retrieved facts, then the caller's words.
+The system prompt and the examples never change during a call, so the LLM's
+prefix cache keeps them; only the new turn is evaluated.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .knowledge import Fact, KnowledgeBase, Match
+from .llm import Message
+
+LANGUAGE_NAMES = {
+    "en": "English", "de": "German", "fr": "French", "es": "Spanish", "it": "Italian",
+    "nl": "Dutch", "pt": "Portuguese", "pl": "Polish", "sv": "Swedish", "da": "Danish",
+}  # fmt: skip
+
+DEFAULT_REPLY_HINT = (
+    "You are speaking on a voice call: answer in one or two short sentences, "
+    "plain words, no lists, no markdown, no emojis."
+)
+GROUNDING_RULE = (
+    "Answer only from the facts given with the caller's words. If they do not answer "
+    "the question, say you don't know and offer to take a message. Never make up "
+    "numbers, prices, times, names or phone numbers."
+)
+DEFAULT_DECLINE = (
+    "I'm sorry, I don't know that. I can take a message and someone will call you back."
+)
+
+# Worked examples, shown as earlier turns. Their facts are about nothing a real
+# persona sells, so they cannot be mistaken for the persona's own.
+_EXAMPLES: tuple[tuple[str, str | None, str], ...] = (
+    (
+        "Is the shop open on New Year's Day?",
+        "The shop is closed on New Year's Day.",
+        "No, sorry, we're closed on New Year's Day.",
+    ),
+    (
+        "Do you repair old radios?",
+        None,
+        "I'm sorry, I don't know that. I can take a message and someone will call you back.",
+    ),
+)
+
+_FACT_SHAPE = re.compile(
+    r"\d|[$€£@]|\b(open|close[sd]?|located|address|street|avenue|road|phone|email|price|"
+    r"costs?|deliver\w*|parking|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b",
+    re.I,
+)
+
+
+def language_name(code: str) -> str | None:
+    return LANGUAGE_NAMES.get(code.split("-")[0].lower())
+
+
+def facts_from_instructions(instructions: str) -> list[Fact]:
+    """Sentences of free-text instructions that state a fact (an hour, a price, an address).
+
+    Businesses often write their facts into the instructions; retrieving the
+    sentence that answers a question puts it next to the question too.
+    """
+    facts: list[Fact] = []
+    for line in instructions.splitlines():
+        line = line.strip(" -*\t")
+        for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9])", line):
+            sentence = sentence.strip()
+            if 3 <= len(sentence.split()) <= 60 and _FACT_SHAPE.search(sentence):
+                facts.append(Fact(answer=sentence))
+    return facts
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """What is sent for one caller turn, which facts it carried, and a direct answer.
+
+    `direct` is set when one fact (or several, equally) answers the words
+    clearly: the business's own answer is then spoken as it was written, at
+    once and without the LLM, which a small model cannot beat on facts.
+    """
+
+    content: str
+    matches: tuple[Match, ...]
+    direct: str | None = None
+
+
+_QUESTION_START = re.compile(
+    r"^\W*(so |and |but |um |uh |hi |hello |okay |ok |well |hey |please )*"
+    r"(what|when|where|which|who|whom|whose|why|how|is|are|was|were|do|does|did|can|could|"
+    r"will|would|should|shall|may|have|has|any|tell me|i'd like to know|i want to know)\b",
+    re.I,
+)
+
+
+def is_question(text: str) -> bool:
+    """Whether the caller's words ask for something (Whisper marks most with "?")."""
+    return text.rstrip().endswith("?") or bool(_QUESTION_START.search(text))
+
+
+class PromptBuilder:
+    """Builds the messages for each turn of one call."""
+
+    def __init__(
+        self,
+        *,
+        instructions: str,
+        facts: tuple[Fact, ...] = (),
+        reply_hint: str = DEFAULT_REPLY_HINT,
+        language: str = "en",
+        derive_facts: bool = True,
+        direct_min_score: float | None = 0.75,
+    ) -> None:
+        """`direct_min_score`: facts scoring this much are spoken as written (None: never)."""
+        self.direct_min_score = direct_min_score
+        self.instructions = instructions
+        self.reply_hint = reply_hint
+        self.language = language
+        derived = facts_from_instructions(instructions) if derive_facts else []
+        self.knowledge = KnowledgeBase([*facts, *derived], background=instructions)
+        # Grounded answers (and declines) only when the persona has knowledge to
+        # ground them in; a persona without facts stays a general assistant.
+        self.grounded = len(self.knowledge) > 0
+
+    def system(self, instructions: str | None = None) -> str:
+        parts = [(instructions or self.instructions).strip()]
+        if self.reply_hint:
+            parts.append(self.reply_hint)
+        if self.grounded:
+            parts.append(GROUNDING_RULE)
+        name = language_name(self.language)
+        if name:  # small models drift into other languages without this
+            parts.append(f"Always answer in {name}.")
+        return "\n\n".join(p for p in parts if p)
+
+    def examples(self) -> list[Message]:
+        if not self.grounded:
+            return []
+        messages: list[Message] = []
+        for question, fact, answer in _EXAMPLES:
+            messages.append({"role": "user", "content": self._content(question, fact)})
+            messages.append({"role": "assistant", "content": answer})
+        return messages
+
+    def turn(self, text: str) -> Turn:
+        """The user message for the caller's words `text`, with its retrieved facts."""
+        if not self.grounded:
+            return Turn(text, ())
+        matches = tuple(self.knowledge.retrieve(text))
+        facts = " ".join(m.fact.answer.strip() for m in matches) or None
+        direct = None
+        if matches and self.direct_min_score is not None:
+            best = matches[0].score
+            chosen = [m for m in matches if m.score >= max(self.direct_min_score, best - 1e-9)]
+            if chosen:
+                direct = " ".join(m.fact.answer.strip() for m in chosen)
+        if facts is None and not is_question(text):
+            return Turn(self._content(text, None, chat=True), matches)
+        return Turn(self._content(text, facts), matches, direct)
+
+    def _content(self, text: str, facts: str | None, *, chat: bool = False) -> str:
+        name = language_name(self.language)
+        tail = f" Answer in {name}." if name and name != "English" else ""
+        if chat:  # small talk ("thanks, bye"): no facts line, nothing to decline
+            return f"Caller: {text}{tail}"
+        if facts is None:
+            return f"Facts: none that answer this.\nCaller: {text}{tail}"
+        return f"Facts: {facts}\nCaller: {text}{tail}"
+
+    def messages(self, history: list[Message], instructions: str | None = None) -> list[Message]:
+        """System prompt, worked examples, then the call's history (as sent)."""
+        return [
+            {"role": "system", "content": self.system(instructions)},
+            *self.examples(),
+            *history,
+        ]

@@ -23,7 +23,8 @@ from sessions.realtime import Limits, RealtimeSession, Transport
 from voiceapp.engine.call import VoiceCall
 from voiceapp.engine.tts import VoiceSpec
 from voiceapp.inference.runtime import call_config_from_persona, get_inference, vad_model
-from voiceapp.personas.models import Persona, Voice
+from voiceapp.personas.models import Voice
+from voiceapp.personas.selectors import persona_get_for_call
 
 log = logging.getLogger(__name__)
 
@@ -141,7 +142,7 @@ async def start_realtime_session(
 ) -> RealtimeSession:
     """Check the limits, open (or resume) the call record and start the session.
     Raises AuthError when the call may not start."""
-    persona = await Persona.objects.select_related("voice").aget(pk=grant.persona_id)
+    persona = await db(persona_get_for_call)(org_id=grant.org_id, pk=grant.persona_id)
     store = live_store()
     history: list[dict[str, str]] = []
     generation = 0

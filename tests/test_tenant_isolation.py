@@ -17,8 +17,8 @@ from sessions.models import Call
 from sessions.services import call_item_record, call_start
 from tests.conftest import Tenant
 from voiceapp.dashboard import urls as dashboard_urls
-from voiceapp.personas.models import Persona
-from voiceapp.personas.services import persona_create
+from voiceapp.personas.models import Persona, PersonaFact
+from voiceapp.personas.services import persona_create, persona_fact_create
 from voiceapp.tenants.models import Invitation, Membership, PublishableKey, Role, SecretKey
 from voiceapp.tenants.services import (
     invitation_create,
@@ -29,6 +29,7 @@ from voiceapp.tenants.services import (
 pytestmark = pytest.mark.django_db
 
 B_SECRET_MARK = "Bravo-Confidential-Instructions"
+B_FACT_MARK = "Bravo-Private-Opening-Hours"
 
 
 @dataclass
@@ -40,12 +41,14 @@ class OrgB:
     invitation: Invitation
     membership: Membership
     call: Call
+    fact: PersonaFact
 
     def snapshot(self) -> list[object]:
         """Everything of B's that a successful attack would change."""
         persona = Persona.objects.filter(pk=self.persona.pk).values().first()
         return [
             persona,
+            list(PersonaFact.objects.filter(persona__org=self.persona.org_id).values()),
             SecretKey.objects.filter(pk=self.secret_key.pk).values("revoked_at", "name").first(),
             PublishableKey.objects.filter(pk=self.publishable_key.pk).values("revoked_at").first(),
             Invitation.objects.filter(pk=self.invitation.pk).values("revoked_at").first(),
@@ -82,16 +85,21 @@ def org_b(tenant_b: Tenant, django_capture_on_commit_callbacks) -> OrgB:  # type
         at_s=1.0,
     )
     membership = Membership.objects.get(org=tenant_b.org, user=tenant_b.owner)
-    return OrgB(persona, key, raw, pk_key, invitation, membership, call)
+    fact = persona_fact_create(persona=persona, question="When?", answer=B_FACT_MARK)
+    return OrgB(persona, key, raw, pk_key, invitation, membership, call, fact)
 
 
-# URL name -> the object of B's to aim it at. Names left out must be listed in
+# URL name -> the ids of B's objects to aim it at. Names left out must be listed in
 # NOT_TENANT_OWNED with the reason, so a new URL cannot slip past this test.
 TARGETS: dict[str, Callable[[OrgB], object]] = {
     "call_detail": lambda b: b.call.pk,
     "widget_test_session": lambda b: b.persona.pk,
     "persona_edit": lambda b: b.persona.pk,
     "persona_delete": lambda b: b.persona.pk,
+    "persona_fact_create": lambda b: b.persona.pk,
+    "persona_fact_edit": lambda b: (b.persona.pk, b.fact.pk),
+    "persona_fact_delete": lambda b: (b.persona.pk, b.fact.pk),
+    "persona_fact_move": lambda b: (b.persona.pk, b.fact.pk),
     "secret_key_revoke": lambda b: b.secret_key.pk,
     "publishable_key_revoke": lambda b: b.publishable_key.pk,
     "invitation_revoke": lambda b: b.invitation.pk,
@@ -112,6 +120,7 @@ def _leaks(content: bytes, b: OrgB) -> list[str]:
     text = content.decode(errors="replace")
     marks = [
         B_SECRET_MARK,
+        B_FACT_MARK,
         "Bravo Closer",
         "bravo-closer",
         "bravo-backend",
@@ -122,6 +131,10 @@ def _leaks(content: bytes, b: OrgB) -> list[str]:
         b.raw_secret,
     ]
     return [m for m in marks if m in text]
+
+
+def _args(target: object) -> list[object]:
+    return list(target) if isinstance(target, tuple) else [target]
 
 
 def test_every_dashboard_url_with_an_id_is_in_the_matrix() -> None:
@@ -135,9 +148,9 @@ def test_dashboard_urls_refuse_other_orgs_objects(
     tenant_a: Tenant, org_b: OrgB, name: str, method: str
 ) -> None:
     before = org_b.snapshot()
-    url = reverse(f"dashboard:{name}", args=[TARGETS[name](org_b)])
+    url = reverse(f"dashboard:{name}", args=_args(TARGETS[name](org_b)))
 
-    response = getattr(tenant_a.client, method)(url)
+    response = getattr(tenant_a.client, method)(url, {"answer": "pwned", "direction": "up"})
 
     assert response.status_code in (403, 404, 405), (url, response.status_code)
     if response.status_code == 405:
@@ -156,6 +169,22 @@ def test_dashboard_pages_show_nothing_of_other_orgs(
 
     assert response.status_code in (200, 302, 405)
     assert _leaks(response.content, org_b) == []
+
+
+@pytest.mark.parametrize("name", ["persona_fact_edit", "persona_fact_delete", "persona_fact_move"])
+@pytest.mark.parametrize("method", ["get", "post"])
+def test_own_persona_with_other_orgs_fact_is_refused(
+    tenant_a: Tenant, org_b: OrgB, name: str, method: str
+) -> None:
+    before = org_b.snapshot()
+    own = Persona.objects.get(org=tenant_a.org, slug="assistant")
+    url = reverse(f"dashboard:{name}", args=[own.pk, org_b.fact.pk])
+
+    response = getattr(tenant_a.client, method)(url, {"answer": "pwned", "direction": "up"})
+
+    assert response.status_code in (404, 405), (url, response.status_code)
+    assert _leaks(response.content, org_b) == []
+    assert org_b.snapshot() == before
 
 
 def test_widget_page_ignores_other_orgs_ids(tenant_a: Tenant, org_b: OrgB) -> None:
@@ -183,6 +212,42 @@ def test_api_refuses_other_orgs_personas(secret_key_a: str, org_b: OrgB, method:
     assert response.json()["error"]["code"] == "not_found"
     assert _leaks(response.content, org_b) == []
     assert org_b.snapshot() == before
+
+
+def _fact_urls(b: OrgB, own_persona_pk: int) -> list[tuple[str, str]]:
+    facts = f"/api/v1/personas/{b.persona.pk}/facts/"
+    return [
+        ("get", facts),
+        ("post", facts),
+        ("put", facts),
+        *((m, f"{facts}{b.fact.pk}/") for m in ("get", "put", "patch", "delete")),
+        *(
+            (m, f"/api/v1/personas/{own_persona_pk}/facts/{b.fact.pk}/")
+            for m in ("get", "put", "patch", "delete")
+        ),
+    ]
+
+
+def test_api_refuses_other_orgs_facts(secret_key_a: str, tenant_a: Tenant, org_b: OrgB) -> None:
+    before = org_b.snapshot()
+    own = Persona.objects.get(org=tenant_a.org, slug="assistant")
+    client = Client()
+
+    for method, url in _fact_urls(org_b, own.pk):
+        replace = method == "put" and url.endswith("/facts/")
+        data: object = [{"answer": "pwned"}] if replace else {"answer": "pwned", "position": 0}
+        response = getattr(client, method)(
+            url,
+            data=data,
+            content_type="application/json",
+            headers={"Authorization": f"Bearer {secret_key_a}"},
+        )
+
+        assert response.status_code == 404, (method, url, response.status_code)
+        assert response.json()["error"]["code"] == "not_found"
+        assert _leaks(response.content, org_b) == []
+    assert org_b.snapshot() == before
+    assert not own.facts.exists()
 
 
 def test_api_lists_only_own_personas(secret_key_a: str, org_b: OrgB) -> None:

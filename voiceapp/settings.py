@@ -163,6 +163,9 @@ EMAIL_CONFIG = env.email_url("EMAIL_URL", default="consolemail://")
 vars().update(EMAIL_CONFIG)
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="Voice Agents <noreply@localhost>")
 
+# A persona's admin page posts about six fields per fact (MAX_FACTS_PER_PERSONA = 200).
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 2000
+
 # --- API -------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["voiceapp.api.authentication.SecretKeyAuthentication"],

@@ -50,6 +50,11 @@
     }
   });
 
+  document.addEventListener("submit", function (event) {
+    var form = event.target.closest("form[data-confirm]");
+    if (form && !window.confirm(form.dataset.confirm)) { event.preventDefault(); }
+  });
+
   document.addEventListener("change", function (event) {
     if (event.target.matches("[data-autosubmit]")) { event.target.form.submit(); }
   });

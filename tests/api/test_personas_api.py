@@ -6,38 +6,12 @@ import pytest
 from django.test import Client
 
 from tests.conftest import Tenant
+from tests.support.api import Api, error_of
 from voiceapp.personas.models import Persona
 from voiceapp.tenants.models import SecretKey
 from voiceapp.tenants.services import secret_key_create, secret_key_revoke
 
 pytestmark = pytest.mark.django_db
-
-
-class Api:
-    def __init__(self, key: str | None) -> None:
-        self.client = Client()
-        self.headers = {"Authorization": f"Bearer {key}"} if key else {}
-
-    def __getattr__(self, method: str) -> Any:
-        def call(path: str, data: Any = None, **kw: Any) -> Any:
-            kwargs = {"headers": {**self.headers, **kw.pop("headers", {})}, **kw}
-            if data is not None:
-                kwargs.update(data=data, content_type="application/json")
-            return getattr(self.client, method)("/api/v1/" + path, **kwargs)
-
-        return call
-
-
-@pytest.fixture
-def api(secret_key_a: str) -> Api:
-    return Api(secret_key_a)
-
-
-def error_of(response: Any) -> dict[str, Any]:
-    body = response.json()
-    assert set(body) == {"error"}, body
-    assert body["error"]["code"] and body["error"]["message"]
-    return body["error"]  # type: ignore[no-any-return]
 
 
 @pytest.mark.parametrize(

@@ -12,9 +12,10 @@ from channels.layers import InMemoryChannelLayer
 
 from tests.engine.conftest import Clip, words
 from voiceapp.engine.inference import LocalInference
+from voiceapp.engine.knowledge import Fact
 from voiceapp.inference import runtime
 from voiceapp.personas.models import Persona
-from voiceapp.personas.services import persona_update
+from voiceapp.personas.services import persona_fact_create, persona_update
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -48,6 +49,25 @@ def test_call_config_follows_the_persona(persona: Persona) -> None:
     assert config.interruptions_enabled is False
     assert config.output_sample_rate == 16000
     assert config.greeting == persona.greeting
+
+
+def test_call_config_carries_the_facts_in_order(persona: Persona) -> None:
+    # given a persona with facts, placed out of creation order
+    persona_fact_create(persona=persona, answer="Main Street 1.", position=2)
+    persona_fact_create(
+        persona=persona, question="When are you open?", answer="9 to 5.", position=1
+    )
+    # when the engine config is built
+    config = runtime.call_config_from_persona(persona)
+    # then it holds them as the engine's facts, in the persona's order
+    assert config.facts == (
+        Fact(answer="9 to 5.", question="When are you open?"),
+        Fact(answer="Main Street 1.", question=""),
+    )
+
+
+def test_call_config_without_facts(persona: Persona) -> None:
+    assert runtime.call_config_from_persona(persona).facts == ()
 
 
 async def test_embedded_worker_serves_the_in_memory_layer(

@@ -11,6 +11,8 @@ from sessions.auth import AuthError, CallGrant
 from sessions.models import Call
 from sessions.runner import start_realtime_session
 from tests.conftest import Tenant
+from voiceapp.engine.knowledge import Fact
+from voiceapp.personas.services import persona_fact_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -129,3 +131,26 @@ def test_other_org_cannot_resume(tenant_a: Tenant, tenant_b: Tenant, settings) -
         return "resumed"
 
     assert asyncio.run(scenario()) == "resume_not_possible"
+
+
+def test_a_call_runs_with_the_personas_facts(tenant_a: Tenant) -> None:
+    # given a persona with facts
+    grant = grant_for(tenant_a)
+    persona = tenant_a.org.personas.get()
+    persona_fact_create(persona=persona, question="When are you open?", answer="9 to 5.")
+    persona_fact_create(persona=persona, answer="We are at Main Street 1.")
+
+    # when a call starts (in the event loop, where the ORM may not be used directly)
+    async def scenario() -> tuple[Fact, ...]:
+        session = await start_realtime_session(
+            grant=grant, transport=ListTransport(), client_info={}
+        )
+        facts = session.call.config.facts
+        await session.close("hangup")
+        return facts
+
+    # then the call's engine config carries them, in order
+    assert asyncio.run(scenario()) == (
+        Fact(answer="9 to 5.", question="When are you open?"),
+        Fact(answer="We are at Main Street 1.", question=""),
+    )

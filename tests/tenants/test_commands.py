@@ -53,3 +53,22 @@ def test_commands_fail_clearly() -> None:
         call_command("create_api_key", "--org", "missing")
     with pytest.raises(CommandError, match="needs a name"):
         call_command("create_organization", "--name", " ", "--owner-email", "a@b.test")
+
+
+def test_seed_demo_gives_the_demo_persona_example_facts() -> None:
+    from voiceapp.personas.models import Persona
+    from voiceapp.tenants.management.commands.seed_demo import DEMO_FACTS
+
+    # when the demo is seeded (as `./dev run` does)
+    call_command("seed_demo", stdout=StringIO())
+    persona = Persona.objects.get(org__name="Demo Company", slug="assistant")
+    # then its default persona knows the example facts, in order
+    stored = list(persona.facts.values_list("question", "answer"))
+    assert stored == [(f.question, f.answer) for f in DEMO_FACTS]
+    assert any("open" in answer for _, answer in stored)
+
+    # and a second run neither duplicates them nor brings back deleted ones
+    persona.facts.first().delete()
+    call_command("seed_demo", stdout=StringIO())
+    assert persona.facts.count() == len(DEMO_FACTS) - 1
+    assert Organization.objects.filter(name="Demo Company").count() == 1

@@ -3,15 +3,22 @@ from drf_spectacular.views import SpectacularAPIView
 from rest_framework.routers import SimpleRouter
 
 from voiceapp.api.exceptions import api_not_found
-from voiceapp.personas.apis import PersonaViewSet, VoiceViewSet
+from voiceapp.personas.apis import PersonaFactViewSet, PersonaViewSet, VoiceViewSet
 
 router = SimpleRouter()
 router.register("personas", PersonaViewSet, basename="persona")
 router.register("voices", VoiceViewSet, basename="voice")
 
+fact_list = PersonaFactViewSet.as_view({"get": "list", "post": "create", "put": "replace"})
+fact_detail = PersonaFactViewSet.as_view(
+    {"get": "retrieve", "put": "update", "patch": "partial_update", "delete": "destroy"}
+)
+
 app_name = "api"
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("personas/<int:persona_pk>/facts/", fact_list, name="persona-fact-list"),
+    path("personas/<int:persona_pk>/facts/<int:pk>/", fact_detail, name="persona-fact-detail"),
     path("", include(router.urls)),
     re_path(r"^.*$", api_not_found),
 ]

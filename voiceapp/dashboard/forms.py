@@ -7,7 +7,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest
 
-from voiceapp.personas.models import Persona, Voice
+from voiceapp.personas.models import Persona, PersonaFact, Voice
 from voiceapp.tenants.models import Role, User
 from voiceapp.tenants.services import organization_create, origins_normalize
 
@@ -102,6 +102,24 @@ class PersonaForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.fields["voice"].queryset = Voice.objects.filter(is_available=True)
         self.fields["slug"].required = False
+
+
+class PersonaFactForm(forms.ModelForm):
+    class Meta:
+        model = PersonaFact
+        fields = ["question", "answer"]
+        labels = {"question": "Question (optional)"}
+        widgets = {
+            "question": forms.TextInput(attrs={"placeholder": "When are you open?"}),
+            "answer": forms.Textarea(
+                attrs={"rows": 3, "placeholder": "Monday to Friday, 9 am to 5 pm."}
+            ),
+        }
+        help_texts = {
+            "question": "How a caller might ask for this. Helps the agent find the fact.",
+            "answer": "What the agent should say or know. Up to 1000 characters.",
+        }
+        error_messages = {"answer": {"required": "Write the answer the agent should give."}}
 
 
 class SecretKeyForm(forms.Form):

@@ -11,6 +11,22 @@ urlpatterns = [
     path("personas/new/", views.persona_create_view, name="persona_create"),
     path("personas/<int:pk>/", views.persona_edit_view, name="persona_edit"),
     path("personas/<int:pk>/delete/", views.persona_delete_view, name="persona_delete"),
+    path("personas/<int:pk>/facts/", views.persona_fact_create_view, name="persona_fact_create"),
+    path(
+        "personas/<int:pk>/facts/<int:fact_pk>/",
+        views.persona_fact_edit_view,
+        name="persona_fact_edit",
+    ),
+    path(
+        "personas/<int:pk>/facts/<int:fact_pk>/delete/",
+        views.persona_fact_delete_view,
+        name="persona_fact_delete",
+    ),
+    path(
+        "personas/<int:pk>/facts/<int:fact_pk>/move/",
+        views.persona_fact_move_view,
+        name="persona_fact_move",
+    ),
     path("voices/", views.voice_list_view, name="voice_list"),
     path("voices/<int:pk>/preview/", views.voice_preview, name="voice_preview"),
     path("voices/<int:pk>/preview.wav", views.voice_preview_audio, name="voice_preview_audio"),

@@ -25,14 +25,27 @@ from sessions.views import widget_session_payload
 from voiceapp.dashboard.forms import (
     InvitationForm,
     OrganizationForm,
+    PersonaFactForm,
     PersonaForm,
     PublishableKeyForm,
     SecretKeyForm,
 )
-from voiceapp.personas.selectors import persona_get, persona_list, voice_get, voice_list
+from voiceapp.personas.models import MAX_FACTS_PER_PERSONA, Persona
+from voiceapp.personas.selectors import (
+    persona_fact_get,
+    persona_fact_list,
+    persona_get,
+    persona_list,
+    voice_get,
+    voice_list,
+)
 from voiceapp.personas.services import (
     persona_create,
     persona_delete,
+    persona_fact_create,
+    persona_fact_delete,
+    persona_fact_reorder,
+    persona_fact_update,
     persona_update,
     voice_preview_request,
     voice_preview_state,
@@ -166,6 +179,27 @@ def persona_create_view(request: HttpRequest, membership: Membership) -> HttpRes
     )
 
 
+def _persona_page(
+    request: HttpRequest,
+    membership: Membership,
+    persona: Persona,
+    *,
+    form: PersonaForm | None = None,
+    fact_form: PersonaFactForm | None = None,
+) -> HttpResponse:
+    facts = list(persona_fact_list(org=membership.org, persona=persona))
+    context = {
+        "section": "personas",
+        "persona": persona,
+        "form": form or PersonaForm(instance=persona),
+        "facts": facts,
+        "fact_form": fact_form or PersonaFactForm(),
+        "max_facts": MAX_FACTS_PER_PERSONA,
+        "facts_full": len(facts) >= MAX_FACTS_PER_PERSONA,
+    }
+    return render(request, "dashboard/persona_form.html", context)
+
+
 @org_required()
 @require_http_methods(["GET", "POST"])
 def persona_edit_view(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
@@ -179,11 +213,83 @@ def persona_edit_view(request: HttpRequest, membership: Membership, pk: int) -> 
         else:
             messages.success(request, f"Saved “{persona.name}”.")
             return redirect("dashboard:persona_list")
+    return _persona_page(request, membership, persona, form=form)
+
+
+def _knowledge_url(persona: Persona) -> str:
+    return reverse("dashboard:persona_edit", args=[persona.pk]) + "#knowledge"
+
+
+@org_required()
+@require_POST
+def persona_fact_create_view(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
+    persona = persona_get(org=membership.org, pk=pk)
+    fact_form = PersonaFactForm(request.POST)
+    if fact_form.is_valid():
+        try:
+            persona_fact_create(persona=persona, **fact_form.cleaned_data)
+        except ValidationError as exc:
+            _add_errors(fact_form, exc)
+        else:
+            messages.success(request, "Fact added.")
+            return redirect(_knowledge_url(persona))
+    return _persona_page(request, membership, persona, fact_form=fact_form)
+
+
+@org_required()
+@require_http_methods(["GET", "POST"])
+def persona_fact_edit_view(
+    request: HttpRequest, membership: Membership, pk: int, fact_pk: int
+) -> HttpResponse:
+    persona = persona_get(org=membership.org, pk=pk)
+    fact = persona_fact_get(org=membership.org, persona=persona, pk=fact_pk)
+    form = PersonaFactForm(request.POST or None, instance=fact)
+    if request.method == "POST" and form.is_valid():
+        try:
+            persona_fact_update(fact=fact, **form.cleaned_data)
+        except ValidationError as exc:
+            _add_errors(form, exc)
+        else:
+            messages.success(request, "Fact saved.")
+            return redirect(_knowledge_url(persona))
     return render(
         request,
-        "dashboard/persona_form.html",
-        {"section": "personas", "form": form, "persona": persona},
+        "dashboard/persona_fact_form.html",
+        {"section": "personas", "persona": persona, "fact": fact, "form": form},
     )
+
+
+@org_required()
+@require_POST
+def persona_fact_delete_view(
+    request: HttpRequest, membership: Membership, pk: int, fact_pk: int
+) -> HttpResponse:
+    persona = persona_get(org=membership.org, pk=pk)
+    fact = persona_fact_get(org=membership.org, persona=persona, pk=fact_pk)
+    persona_fact_delete(fact=fact)
+    messages.success(request, "Fact deleted.")
+    return redirect(_knowledge_url(persona))
+
+
+@org_required()
+@require_POST
+def persona_fact_move_view(
+    request: HttpRequest, membership: Membership, pk: int, fact_pk: int
+) -> HttpResponse:
+    """Swap a fact with its neighbour above (``direction=up``) or below (``down``)."""
+    persona = persona_get(org=membership.org, pk=pk)
+    fact = persona_fact_get(org=membership.org, persona=persona, pk=fact_pk)
+    direction = request.POST.get("direction")
+    if direction not in ("up", "down"):
+        messages.error(request, "Choose whether to move the fact up or down.")
+        return redirect(_knowledge_url(persona))
+    ids = list(persona_fact_list(org=membership.org, persona=persona).values_list("pk", flat=True))
+    index = ids.index(fact.pk)
+    other = index - 1 if direction == "up" else index + 1
+    if 0 <= other < len(ids):
+        ids[index], ids[other] = ids[other], ids[index]
+        persona_fact_reorder(persona=persona, fact_ids=ids)
+    return redirect(_knowledge_url(persona))
 
 
 @org_required()

@@ -12,6 +12,7 @@ from django.conf import settings
 
 from voiceapp.engine.call import CallConfig
 from voiceapp.engine.inference import LocalInference
+from voiceapp.engine.knowledge import Fact
 from voiceapp.engine.llm import LLMOptions
 from voiceapp.engine.models import ModelSettings, load_inference
 from voiceapp.engine.tts import VoiceSpec
@@ -123,12 +124,16 @@ async def stop_embedded() -> None:
 
 
 def call_config_from_persona(persona: Persona, *, output_sample_rate: int = 24000) -> CallConfig:
-    """The engine's plain configuration for a call with `persona`."""
+    """The engine's plain configuration for a call with `persona`.
+
+    Reads the persona's facts: in async code, load the persona with
+    `persona_get_for_call` (facts prefetched), or this queries the database."""
     voice = persona.voice
     eot = int(persona.end_of_turn_silence_ms)
     return CallConfig(
         voice=VoiceSpec(voice_id=voice.voice_id, model_path=voice.model_path),
         instructions=persona.instructions,
+        facts=tuple(Fact(answer=f.answer, question=f.question) for f in persona.facts.all()),
         greeting=persona.greeting if persona.agent_speaks_first else "",
         language=persona.language or "en",
         llm=LLMOptions(

@@ -5,12 +5,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
+from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 
-from voiceapp.personas.models import Persona, Voice
-from voiceapp.personas.services import voices_sync
+from voiceapp.personas.models import MAX_FACTS_PER_PERSONA, Persona, PersonaFact, Voice
+from voiceapp.personas.services import (
+    persona_fact_create,
+    persona_fact_delete,
+    persona_fact_update,
+    voices_sync,
+)
 from voiceapp.tenants.middleware import current_membership
 
 
@@ -19,8 +26,40 @@ def _acting_org_id(request: HttpRequest) -> int | None:
     return membership.org_id if membership else None
 
 
+class PersonaFactFormSet(BaseInlineFormSet):
+    default_error_messages = {
+        "too_many_forms": "A persona can hold at most %(num)d facts. Merge related facts "
+        "into one answer, or delete some.",
+    }
+
+
+class PersonaFactInline(admin.TabularInline):
+    """The persona's knowledge. Only reachable through a persona the user may see."""
+
+    model = PersonaFact
+    formset = PersonaFactFormSet
+    fields = ["question", "answer", "position"]
+    extra = 1
+    max_num = MAX_FACTS_PER_PERSONA
+    verbose_name = "fact"
+    verbose_name_plural = (
+        "Knowledge: facts the agent answers from (when none matches, it says it does not "
+        "know and offers to take a message)"
+    )
+
+    def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "answer":
+            kwargs["widget"] = forms.Textarea(attrs={"rows": 2, "cols": 60})
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
+
+    def get_formset(self, request: HttpRequest, obj: Any = None, **kwargs: Any) -> Any:
+        # Refuse more than the cap with a form error instead of dropping extra rows.
+        return super().get_formset(request, obj, validate_max=True, **kwargs)
+
+
 @admin.register(Persona)
 class PersonaAdmin(admin.ModelAdmin):
+    inlines = [PersonaFactInline]
     list_display = ["name", "slug", "org", "voice", "llm_backend", "is_active", "updated_at"]
     list_filter = ["is_active", "llm_backend", "agent_speaks_first", "language", "voice"]
     search_fields = ["name", "slug", "instructions", "greeting"]
@@ -68,6 +107,26 @@ class PersonaAdmin(admin.ModelAdmin):
                 raise PermissionError("You act for no organization.")
             obj.org_id = org_id
         super().save_model(request, obj, form, change)
+
+    def save_formset(self, request: HttpRequest, form: Any, formset: Any, change: bool) -> None:
+        if formset.model is not PersonaFact:
+            super().save_formset(request, form, formset, change)
+            return
+        # Facts are written through the services, like the dashboard and the API do.
+        formset.save(commit=False)
+        for fact in formset.deleted_objects:
+            persona_fact_delete(fact=fact)
+        for fact, _ in formset.changed_objects:
+            persona_fact_update(
+                fact=fact, question=fact.question, answer=fact.answer, position=fact.position
+            )
+        for fact in formset.new_objects:
+            persona_fact_create(
+                persona=form.instance,
+                question=fact.question,
+                answer=fact.answer,
+                position=fact.position or None,
+            )
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         if not request.user.is_superuser and _acting_org_id(request) is None:

@@ -1,17 +1,31 @@
-"""JSON API for personas and voices (``/api/v1/``), authenticated by secret key."""
+"""JSON API for personas, their facts and voices (``/api/v1/``), authenticated by secret key."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from voiceapp.personas.models import LLMBackend, Persona, Voice
-from voiceapp.personas.selectors import persona_list, voice_list
-from voiceapp.personas.services import persona_create, persona_delete, persona_update
+from voiceapp.engine.knowledge import Fact
+from voiceapp.personas.models import MAX_FACTS_PER_PERSONA, LLMBackend, Persona, PersonaFact, Voice
+from voiceapp.personas.selectors import (
+    persona_fact_list,
+    persona_get,
+    persona_list,
+    voice_list,
+)
+from voiceapp.personas.services import (
+    persona_create,
+    persona_delete,
+    persona_fact_create,
+    persona_fact_delete,
+    persona_fact_update,
+    persona_facts_replace,
+    persona_update,
+)
 
 
 class VoiceSerializer(serializers.ModelSerializer):
@@ -107,3 +121,99 @@ class VoiceViewSet(mixins.ListModelMixin, viewsets.GenericViewSet):
         return Response(
             self.get_serializer(self.get_queryset(), many=True).data, status.HTTP_200_OK
         )
+
+
+class PersonaFactSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = PersonaFact
+        fields = ["id", "question", "answer", "position", "created_at", "updated_at"]
+        read_only_fields = ["id", "created_at", "updated_at"]
+        extra_kwargs = {
+            "position": {
+                "required": False,
+                "help_text": "Order among the persona's facts (lower first); "
+                "by default a new fact goes last.",
+            }
+        }
+
+    # The cap and the rest of the validation run in the services.
+    def create(self, validated_data: dict[str, Any]) -> PersonaFact:
+        return persona_fact_create(persona=self.context["persona"], **validated_data)
+
+    def update(self, instance: PersonaFact, validated_data: dict[str, Any]) -> PersonaFact:
+        return persona_fact_update(fact=instance, **validated_data)
+
+
+class PersonaFactInputSerializer(serializers.Serializer):
+    question = serializers.CharField(
+        max_length=PersonaFact._meta.get_field("question").max_length,
+        required=False,
+        allow_blank=True,
+        default="",
+    )
+    answer = serializers.CharField(max_length=PersonaFact._meta.get_field("answer").max_length)
+
+
+@extend_schema_view(
+    list=extend_schema(summary="List a persona's facts, in order"),
+    create=extend_schema(summary="Add a fact (it goes last unless a position is given)"),
+    retrieve=extend_schema(summary="One fact"),
+    update=extend_schema(summary="Change a fact"),
+    partial_update=extend_schema(summary="Change some fields of a fact"),
+    destroy=extend_schema(summary="Delete a fact"),
+)
+class PersonaFactViewSet(
+    mixins.ListModelMixin,
+    mixins.CreateModelMixin,
+    mixins.RetrieveModelMixin,
+    mixins.UpdateModelMixin,
+    mixins.DestroyModelMixin,
+    viewsets.GenericViewSet,
+):
+    """A persona's knowledge: facts the agent answers from. When none matches what the
+    caller asks, the agent says it does not know and offers to take a message."""
+
+    serializer_class = PersonaFactSerializer
+    queryset = PersonaFact.objects.none()  # for the schema; requests use get_queryset
+    pagination_class = None  # at most MAX_FACTS_PER_PERSONA per persona
+
+    def persona(self) -> Persona:
+        if not hasattr(self, "_persona"):
+            self._persona = persona_get(org=self.request.user.org, pk=self.kwargs["persona_pk"])
+        return self._persona
+
+    def get_queryset(self) -> Any:
+        if getattr(self, "swagger_fake_view", False):
+            return PersonaFact.objects.none()
+        return persona_fact_list(org=self.request.user.org, persona=self.persona())
+
+    def get_serializer_context(self) -> dict[str, Any]:
+        context = super().get_serializer_context()
+        if not getattr(self, "swagger_fake_view", False) and self.action == "create":
+            context["persona"] = self.persona()
+        return context
+
+    def perform_destroy(self, instance: PersonaFact) -> None:
+        persona_fact_delete(fact=instance)
+
+    @extend_schema(
+        operation_id="personas_facts_replace",
+        summary="Replace all of a persona's facts",
+        description=f"The list becomes the persona's facts, in this order (at most "
+        f"{MAX_FACTS_PER_PERSONA}). An empty list removes them all.",
+        request=PersonaFactInputSerializer(many=True),
+        responses=PersonaFactSerializer(many=True),
+    )
+    def replace(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        persona = self.persona()
+        incoming = PersonaFactInputSerializer(
+            data=request.data, many=True, max_length=MAX_FACTS_PER_PERSONA
+        )
+        incoming.is_valid(raise_exception=True)
+        facts = persona_facts_replace(
+            persona=persona,
+            facts=[
+                Fact(answer=f["answer"], question=f["question"]) for f in incoming.validated_data
+            ],
+        )
+        return Response(PersonaFactSerializer(facts, many=True).data, status.HTTP_200_OK)

@@ -149,3 +149,38 @@ class Persona(models.Model):
             raise ValidationError({"allowed_origins": exc.messages}) from exc
         if self.voice_id and not Voice.objects.filter(pk=self.voice_id, is_available=True).exists():
             raise ValidationError({"voice": "This voice is not installed on this server."})
+
+
+# --- Persona knowledge ------------------------------------------------------------
+
+MAX_FACTS_PER_PERSONA = 200
+FACT_QUESTION_MAX_CHARS = 300
+FACT_ANSWER_MAX_CHARS = 1000
+
+
+class PersonaFact(models.Model):
+    """One thing the agent knows about the business: an answer, and optionally how a
+    caller might ask for it. The call's retriever picks the ones that match a turn."""
+
+    persona = models.ForeignKey(Persona, on_delete=models.CASCADE, related_name="facts")
+    question = models.CharField(
+        max_length=FACT_QUESTION_MAX_CHARS,
+        blank=True,
+        help_text="How a caller might ask, e.g. “When are you open?” (optional).",
+    )
+    answer = models.CharField(
+        max_length=FACT_ANSWER_MAX_CHARS,
+        error_messages={"blank": "Write the answer the agent should give."},
+        help_text="What the agent should know, e.g. “We are open 9 to 5, Monday to Friday.”",
+    )
+    position = models.PositiveIntegerField(default=0, help_text="Lower numbers come first.")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["position", "id"]
+        indexes = [models.Index(fields=["persona", "position"], name="fact_persona_position")]
+
+    def __str__(self) -> str:
+        text = self.question or self.answer
+        return text if len(text) <= 60 else f"{text[:59]}…"

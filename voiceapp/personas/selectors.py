@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import Prefetch, QuerySet
 from django.shortcuts import get_object_or_404
 
-from voiceapp.personas.models import Persona, Voice
+from voiceapp.personas.models import Persona, PersonaFact, Voice
 from voiceapp.tenants.models import Organization
 
 
@@ -28,3 +28,24 @@ def voice_list(*, available_only: bool = True) -> QuerySet[Voice]:
 
 def voice_get(*, pk: int) -> Voice:
     return get_object_or_404(Voice, pk=pk)
+
+
+def persona_get_for_call(*, org_id: int, pk: int) -> Persona:
+    """The persona a call runs with: its voice and its facts (in order) loaded, so the
+    call's configuration is built without further queries (call loops run async).
+    Raises Persona.DoesNotExist."""
+    return (
+        Persona.objects.select_related("voice")
+        .prefetch_related(
+            Prefetch("facts", queryset=PersonaFact.objects.order_by("position", "id"))
+        )
+        .get(org_id=org_id, pk=pk)
+    )
+
+
+def persona_fact_list(*, org: Organization, persona: Persona) -> QuerySet[PersonaFact]:
+    return PersonaFact.objects.filter(persona__org=org, persona=persona).order_by("position", "id")
+
+
+def persona_fact_get(*, org: Organization, persona: Persona, pk: int) -> PersonaFact:
+    return get_object_or_404(persona_fact_list(org=org, persona=persona), pk=pk)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import wave
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -13,10 +14,12 @@ from django.conf import settings
 from django.core.cache import cache
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import Max
 from django.utils import timezone
 from django.utils.text import slugify
 
-from voiceapp.personas.models import Persona, Voice
+from voiceapp.engine.knowledge import Fact
+from voiceapp.personas.models import MAX_FACTS_PER_PERSONA, Persona, PersonaFact, Voice
 from voiceapp.personas.voices import discover_voices
 from voiceapp.tenants.models import Organization
 
@@ -161,6 +164,119 @@ def persona_create_default(*, org: Organization) -> Persona:
         greeting=DEFAULT_GREETING,
         agent_speaks_first=True,
     )
+
+
+# --- Persona knowledge (facts) ------------------------------------------------
+
+
+def _lock_persona(persona: Persona) -> None:
+    """Serialize fact writes per persona, so concurrent adds cannot pass the cap."""
+    Persona.objects.select_for_update().filter(pk=persona.pk).values_list("pk").first()
+
+
+def _clean_fact(fact: PersonaFact) -> PersonaFact:
+    fact.question = fact.question.strip()
+    fact.answer = fact.answer.strip()
+    fact.full_clean(exclude=["persona"])
+    return fact
+
+
+@transaction.atomic
+def persona_fact_create(
+    *, persona: Persona, answer: str, question: str = "", position: int | None = None
+) -> PersonaFact:
+    """Add a fact; without a position it goes after the persona's other facts."""
+    _lock_persona(persona)
+    facts = PersonaFact.objects.filter(persona=persona)
+    count = facts.count()
+    if count >= MAX_FACTS_PER_PERSONA:
+        raise ValidationError(
+            f"This persona already has {MAX_FACTS_PER_PERSONA} facts, the most it can hold. "
+            "Merge related facts into one answer, or delete some first."
+        )
+    if position is None:
+        last = facts.aggregate(last=Max("position"))["last"]
+        position = 0 if last is None else last + 1
+    fact = _clean_fact(
+        PersonaFact(persona=persona, question=question, answer=answer, position=position)
+    )
+    fact.save()
+    return fact
+
+
+@transaction.atomic
+def persona_fact_update(
+    *,
+    fact: PersonaFact,
+    answer: str | None = None,
+    question: str | None = None,
+    position: int | None = None,
+) -> PersonaFact:
+    """Change the given fields of a fact (None leaves a field as it is)."""
+    if answer is not None:
+        fact.answer = answer
+    if question is not None:
+        fact.question = question
+    if position is not None:
+        fact.position = position
+    _clean_fact(fact).save()
+    return fact
+
+
+@transaction.atomic
+def persona_fact_delete(*, fact: PersonaFact) -> None:
+    fact.delete()
+
+
+@transaction.atomic
+def persona_fact_reorder(*, persona: Persona, fact_ids: Sequence[int]) -> list[PersonaFact]:
+    """Put the persona's facts in the given order; every one of its facts, once each."""
+    _lock_persona(persona)
+    facts = {f.pk: f for f in PersonaFact.objects.filter(persona=persona)}
+    ids = list(fact_ids)
+    if len(set(ids)) != len(ids):
+        raise ValidationError("Each fact may appear only once in the new order.")
+    if set(ids) != set(facts):
+        missing, unknown = set(facts) - set(ids), set(ids) - set(facts)
+        parts = []
+        if missing:
+            parts.append(f"missing {', '.join(map(str, sorted(missing)))}")
+        if unknown:
+            parts.append(f"not facts of this persona: {', '.join(map(str, sorted(unknown)))}")
+        raise ValidationError(
+            f"Give the order of all of this persona's facts ({'; '.join(parts)})."
+        )
+    ordered = [facts[pk] for pk in ids]
+    for position, fact in enumerate(ordered):
+        fact.position = position
+    PersonaFact.objects.bulk_update(ordered, ["position"])
+    return ordered
+
+
+@transaction.atomic
+def persona_facts_replace(*, persona: Persona, facts: Sequence[Fact]) -> list[PersonaFact]:
+    """Replace all of the persona's facts with `facts`, in that order."""
+    if len(facts) > MAX_FACTS_PER_PERSONA:
+        raise ValidationError(
+            f"A persona can hold at most {MAX_FACTS_PER_PERSONA} facts ({len(facts)} given). "
+            "Merge related facts into one answer, or leave out ones callers rarely ask about."
+        )
+    _lock_persona(persona)
+    rows = []
+    errors: dict[str, list[str]] = {}
+    for index, fact in enumerate(facts):
+        row = PersonaFact(
+            persona=persona, question=fact.question, answer=fact.answer, position=index
+        )
+        try:
+            rows.append(_clean_fact(row))
+        except ValidationError as exc:
+            for name, messages in exc.message_dict.items():
+                errors.setdefault(f"facts[{index}].{name}", []).extend(messages)
+    if errors:
+        raise ValidationError(errors)
+    PersonaFact.objects.filter(persona=persona).delete()
+    return PersonaFact.objects.bulk_create(rows)
 
 
 # --- Voice previews ----------------------------------------------------------

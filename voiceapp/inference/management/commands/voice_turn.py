@@ -30,7 +30,9 @@ from voiceapp.inference.runtime import (
 def _find_persona(slug: str, org_slug: str | None) -> Any:
     from voiceapp.personas.models import Persona
 
-    personas = Persona.objects.select_related("voice", "org").filter(slug=slug)
+    personas = (
+        Persona.objects.select_related("voice", "org").prefetch_related("facts").filter(slug=slug)
+    )
     if org_slug:
         personas = personas.filter(org__slug=org_slug)
     found = list(personas[:10])

@@ -19,9 +19,17 @@ from tests.conftest import Tenant
 from voiceapp.dashboard import urls as dashboard_urls
 from voiceapp.personas.models import Persona
 from voiceapp.personas.services import persona_create
-from voiceapp.tenants.models import Invitation, Membership, PublishableKey, Role, SecretKey
+from voiceapp.tenants.models import (
+    Invitation,
+    LLMEndpoint,
+    Membership,
+    PublishableKey,
+    Role,
+    SecretKey,
+)
 from voiceapp.tenants.services import (
     invitation_create,
+    llm_endpoint_create,
     publishable_key_create,
     secret_key_create,
 )
@@ -29,6 +37,7 @@ from voiceapp.tenants.services import (
 pytestmark = pytest.mark.django_db
 
 B_SECRET_MARK = "Bravo-Confidential-Instructions"
+B_LLM_KEY = "sk-bravo-llm-key-do-not-leak"
 
 
 @dataclass
@@ -40,6 +49,7 @@ class OrgB:
     invitation: Invitation
     membership: Membership
     call: Call
+    llm_endpoint: LLMEndpoint
 
     def snapshot(self) -> list[object]:
         """Everything of B's that a successful attack would change."""
@@ -50,6 +60,7 @@ class OrgB:
             PublishableKey.objects.filter(pk=self.publishable_key.pk).values("revoked_at").first(),
             Invitation.objects.filter(pk=self.invitation.pk).values("revoked_at").first(),
             Membership.objects.filter(pk=self.membership.pk).values("role").first(),
+            LLMEndpoint.objects.filter(pk=self.llm_endpoint.pk).values().first(),
         ]
 
 
@@ -82,7 +93,15 @@ def org_b(tenant_b: Tenant, django_capture_on_commit_callbacks) -> OrgB:  # type
         at_s=1.0,
     )
     membership = Membership.objects.get(org=tenant_b.org, user=tenant_b.owner)
-    return OrgB(persona, key, raw, pk_key, invitation, membership, call)
+    endpoint = llm_endpoint_create(
+        org=tenant_b.org,
+        name="Bravo GPU cluster",
+        base_url="http://bravo-llm.internal:8000/v1",
+        model="bravo-private-model",
+        api_key=B_LLM_KEY,
+        is_default=True,
+    )
+    return OrgB(persona, key, raw, pk_key, invitation, membership, call, endpoint)
 
 
 # URL name -> the object of B's to aim it at. Names left out must be listed in
@@ -96,6 +115,9 @@ TARGETS: dict[str, Callable[[OrgB], object]] = {
     "publishable_key_revoke": lambda b: b.publishable_key.pk,
     "invitation_revoke": lambda b: b.invitation.pk,
     "membership_remove": lambda b: b.membership.pk,
+    "llm_endpoint_edit": lambda b: b.llm_endpoint.pk,
+    "llm_endpoint_delete": lambda b: b.llm_endpoint.pk,
+    "llm_endpoint_test": lambda b: b.llm_endpoint.pk,
 }
 NOT_TENANT_OWNED = {
     "voice_preview": "voices are the server's shared catalogue",
@@ -120,6 +142,11 @@ def _leaks(content: bytes, b: OrgB) -> list[str]:
         "hire@bravo.test",
         "Bravo Realty",
         b.raw_secret,
+        "Bravo GPU cluster",
+        "bravo-llm.internal",
+        "bravo-private-model",
+        B_LLM_KEY,
+        b.llm_endpoint.api_key_encrypted,
     ]
     return [m for m in marks if m in text]
 
@@ -221,3 +248,52 @@ def test_org_b_key_sees_org_b_only(tenant_a: Tenant, org_b: OrgB) -> None:
     slugs = {p["slug"] for p in response.json()}
     assert slugs == {"assistant", "bravo-closer"}
     assert not Persona.objects.filter(org=tenant_a.org, slug="bravo-closer").exists()
+
+
+@pytest.mark.parametrize(
+    ("method", "suffix"),
+    [("get", ""), ("put", ""), ("patch", ""), ("delete", ""), ("post", "test/")],
+)
+def test_api_refuses_other_orgs_llm_endpoints(
+    secret_key_a: str, org_b: OrgB, method: str, suffix: str
+) -> None:
+    before = org_b.snapshot()
+
+    response = getattr(Client(), method)(
+        f"/api/v1/llm-endpoints/{org_b.llm_endpoint.pk}/{suffix}",
+        data={"name": "pwned", "base_url": "http://evil.test/v1", "model": "x", "api_key": "x"},
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {secret_key_a}"},
+    )
+
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "not_found"
+    assert _leaks(response.content, org_b) == []
+    assert org_b.snapshot() == before
+
+
+def test_api_lists_only_own_llm_endpoints(secret_key_a: str, org_b: OrgB) -> None:
+    response = Client().get(
+        "/api/v1/llm-endpoints/", headers={"Authorization": f"Bearer {secret_key_a}"}
+    )
+
+    assert response.status_code == 200
+    assert _leaks(response.content, org_b) == []
+
+
+def test_api_cannot_point_a_persona_at_another_orgs_endpoint(
+    secret_key_a: str, tenant_a: Tenant, org_b: OrgB
+) -> None:
+    persona = Persona.objects.get(org=tenant_a.org, slug="assistant")
+
+    response = Client().patch(
+        f"/api/v1/personas/{persona.pk}/",
+        data={"llm_endpoint": org_b.llm_endpoint.pk},
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {secret_key_a}"},
+    )
+
+    assert response.status_code == 400
+    assert _leaks(response.content, org_b) == []
+    persona.refresh_from_db()
+    assert persona.llm_endpoint is None

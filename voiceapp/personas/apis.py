@@ -12,6 +12,8 @@ from rest_framework.response import Response
 from voiceapp.personas.models import LLMBackend, Persona, Voice
 from voiceapp.personas.selectors import persona_list, voice_list
 from voiceapp.personas.services import persona_create, persona_delete, persona_update
+from voiceapp.tenants.models import LLMEndpoint
+from voiceapp.tenants.selectors import llm_endpoint_list
 
 
 class VoiceSerializer(serializers.ModelSerializer):
@@ -30,6 +32,18 @@ class PersonaSerializer(serializers.ModelSerializer):
     allowed_origins = serializers.ListField(
         child=serializers.CharField(max_length=200), required=False, max_length=50
     )
+    llm_endpoint = serializers.PrimaryKeyRelatedField(
+        queryset=LLMEndpoint.objects.none(),
+        required=False,
+        allow_null=True,
+        help_text="One of the organization's LLM endpoints; null uses its default.",
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        org = self.context.get("org")
+        if org is not None:
+            self.fields["llm_endpoint"].queryset = llm_endpoint_list(org=org)
 
     class Meta:
         model = Persona
@@ -53,6 +67,7 @@ class PersonaSerializer(serializers.ModelSerializer):
             "max_call_duration_s",
             "allowed_origins",
             "is_active",
+            "llm_endpoint",
             "created_at",
             "updated_at",
         ]

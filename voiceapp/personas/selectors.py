@@ -6,7 +6,7 @@ from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
 from voiceapp.personas.models import Persona, Voice
-from voiceapp.tenants.models import Organization
+from voiceapp.tenants.models import LLMEndpoint, Organization
 
 
 def persona_list(*, org: Organization) -> QuerySet[Persona]:
@@ -28,3 +28,14 @@ def voice_list(*, available_only: bool = True) -> QuerySet[Voice]:
 
 def voice_get(*, pk: int) -> Voice:
     return get_object_or_404(Voice, pk=pk)
+
+
+def persona_llm_endpoint(*, persona: Persona) -> LLMEndpoint | None:
+    """The endpoint a call with `persona` streams from: the persona's own, else its
+    organization's default; None means the embedded workers."""
+    endpoints = LLMEndpoint.objects.filter(org_id=persona.org_id)
+    if persona.llm_endpoint_id is not None:
+        own = endpoints.filter(pk=persona.llm_endpoint_id).first()
+        if own is not None:
+            return own
+    return endpoints.filter(is_default=True).first()

@@ -22,7 +22,13 @@ from sessions.models import Call
 from sessions.realtime import Limits, RealtimeSession, Transport
 from voiceapp.engine.call import VoiceCall
 from voiceapp.engine.tts import VoiceSpec
-from voiceapp.inference.runtime import call_config_from_persona, get_inference, vad_model
+from voiceapp.inference.runtime import (
+    call_config_from_persona,
+    get_inference,
+    persona_endpoint_llm,
+    route_llm,
+    vad_model,
+)
 from voiceapp.personas.models import Voice
 from voiceapp.personas.selectors import persona_get_for_call
 
@@ -189,7 +195,7 @@ async def start_realtime_session(
             call_id=call_id, org_id=grant.org_id, persona_id=persona.pk, generation=generation
         )
         await recorder.alive(history)
-        inference = await get_inference()
+        inference = route_llm(await get_inference(), await db(persona_endpoint_llm)(persona))
         config = call_config_from_persona(persona)
         call = VoiceCall(config, inference, await asyncio.to_thread(vad_model))
         for message in history:

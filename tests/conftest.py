@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import connection
 from django.test import Client
 
+from tests.support.llm_server import LLMServer, llama_cpp_server
 from voiceapp.tenants.models import Membership, Organization, Role, User
 from voiceapp.tenants.services import organization_create, secret_key_create
 
@@ -188,6 +189,8 @@ def voice_server(
         "INFERENCE_EMBEDDED": "0",
         "DEBUG": "0",
         "SECRET_KEY": "live-server-test-key",
+        # Secrets the tests store encrypted (LLM endpoint keys) must be readable there.
+        "FIELD_ENCRYPTION_KEY": settings.FIELD_ENCRYPTION_KEY or settings.SECRET_KEY,
         "SECURE_SSL_REDIRECT": "0",
         "SESSION_COOKIE_SECURE": "0",
         "CSRF_COOKIE_SECURE": "0",
@@ -244,3 +247,16 @@ def voice_server(
                 proc.wait(10)
             except subprocess.TimeoutExpired:
                 proc.kill()
+
+
+# --- A real OpenAI-compatible LLM server (bring-your-own-LLM tests) ---------------
+
+
+@pytest.fixture(scope="session")
+def llm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LLMServer]:
+    """llama-cpp-python's server on SmolLM2, requiring an API key, serving the
+    model under a name only it knows."""
+    with llama_cpp_server(
+        tmp_path_factory.mktemp("llm-server"), api_key="byo-test-key-7f3a9c", model="byo-smollm"
+    ) as server:
+        yield server

@@ -19,9 +19,17 @@ from tests.conftest import Tenant
 from voiceapp.dashboard import urls as dashboard_urls
 from voiceapp.personas.models import Persona, PersonaFact
 from voiceapp.personas.services import persona_create, persona_fact_create
-from voiceapp.tenants.models import Invitation, Membership, PublishableKey, Role, SecretKey
+from voiceapp.tenants.models import (
+    Invitation,
+    LLMEndpoint,
+    Membership,
+    PublishableKey,
+    Role,
+    SecretKey,
+)
 from voiceapp.tenants.services import (
     invitation_create,
+    llm_endpoint_create,
     publishable_key_create,
     secret_key_create,
 )
@@ -30,6 +38,7 @@ pytestmark = pytest.mark.django_db
 
 B_SECRET_MARK = "Bravo-Confidential-Instructions"
 B_FACT_MARK = "Bravo-Private-Opening-Hours"
+B_LLM_KEY = "sk-bravo-llm-key-do-not-leak"
 
 
 @dataclass
@@ -42,6 +51,7 @@ class OrgB:
     membership: Membership
     call: Call
     fact: PersonaFact
+    llm_endpoint: LLMEndpoint
 
     def snapshot(self) -> list[object]:
         """Everything of B's that a successful attack would change."""
@@ -53,6 +63,7 @@ class OrgB:
             PublishableKey.objects.filter(pk=self.publishable_key.pk).values("revoked_at").first(),
             Invitation.objects.filter(pk=self.invitation.pk).values("revoked_at").first(),
             Membership.objects.filter(pk=self.membership.pk).values("role").first(),
+            LLMEndpoint.objects.filter(pk=self.llm_endpoint.pk).values().first(),
         ]
 
 
@@ -86,7 +97,15 @@ def org_b(tenant_b: Tenant, django_capture_on_commit_callbacks) -> OrgB:  # type
     )
     membership = Membership.objects.get(org=tenant_b.org, user=tenant_b.owner)
     fact = persona_fact_create(persona=persona, question="When?", answer=B_FACT_MARK)
-    return OrgB(persona, key, raw, pk_key, invitation, membership, call, fact)
+    endpoint = llm_endpoint_create(
+        org=tenant_b.org,
+        name="Bravo GPU cluster",
+        base_url="http://bravo-llm.internal:8000/v1",
+        model="bravo-private-model",
+        api_key=B_LLM_KEY,
+        is_default=True,
+    )
+    return OrgB(persona, key, raw, pk_key, invitation, membership, call, fact, endpoint)
 
 
 # URL name -> the ids of B's objects to aim it at. Names left out must be listed in
@@ -104,6 +123,9 @@ TARGETS: dict[str, Callable[[OrgB], object]] = {
     "publishable_key_revoke": lambda b: b.publishable_key.pk,
     "invitation_revoke": lambda b: b.invitation.pk,
     "membership_remove": lambda b: b.membership.pk,
+    "llm_endpoint_edit": lambda b: b.llm_endpoint.pk,
+    "llm_endpoint_delete": lambda b: b.llm_endpoint.pk,
+    "llm_endpoint_test": lambda b: b.llm_endpoint.pk,
 }
 NOT_TENANT_OWNED = {
     "voice_preview": "voices are the server's shared catalogue",
@@ -129,6 +151,11 @@ def _leaks(content: bytes, b: OrgB) -> list[str]:
         "hire@bravo.test",
         "Bravo Realty",
         b.raw_secret,
+        "Bravo GPU cluster",
+        "bravo-llm.internal",
+        "bravo-private-model",
+        B_LLM_KEY,
+        b.llm_endpoint.api_key_encrypted,
     ]
     return [m for m in marks if m in text]
 
@@ -286,3 +313,52 @@ def test_org_b_key_sees_org_b_only(tenant_a: Tenant, org_b: OrgB) -> None:
     slugs = {p["slug"] for p in response.json()}
     assert slugs == {"assistant", "bravo-closer"}
     assert not Persona.objects.filter(org=tenant_a.org, slug="bravo-closer").exists()
+
+
+@pytest.mark.parametrize(
+    ("method", "suffix"),
+    [("get", ""), ("put", ""), ("patch", ""), ("delete", ""), ("post", "test/")],
+)
+def test_api_refuses_other_orgs_llm_endpoints(
+    secret_key_a: str, org_b: OrgB, method: str, suffix: str
+) -> None:
+    before = org_b.snapshot()
+
+    response = getattr(Client(), method)(
+        f"/api/v1/llm-endpoints/{org_b.llm_endpoint.pk}/{suffix}",
+        data={"name": "pwned", "base_url": "http://evil.test/v1", "model": "x", "api_key": "x"},
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {secret_key_a}"},
+    )
+
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "not_found"
+    assert _leaks(response.content, org_b) == []
+    assert org_b.snapshot() == before
+
+
+def test_api_lists_only_own_llm_endpoints(secret_key_a: str, org_b: OrgB) -> None:
+    response = Client().get(
+        "/api/v1/llm-endpoints/", headers={"Authorization": f"Bearer {secret_key_a}"}
+    )
+
+    assert response.status_code == 200
+    assert _leaks(response.content, org_b) == []
+
+
+def test_api_cannot_point_a_persona_at_another_orgs_endpoint(
+    secret_key_a: str, tenant_a: Tenant, org_b: OrgB
+) -> None:
+    persona = Persona.objects.get(org=tenant_a.org, slug="assistant")
+
+    response = Client().patch(
+        f"/api/v1/personas/{persona.pk}/",
+        data={"llm_endpoint": org_b.llm_endpoint.pk},
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {secret_key_a}"},
+    )
+
+    assert response.status_code == 400
+    assert _leaks(response.content, org_b) == []
+    persona.refresh_from_db()
+    assert persona.llm_endpoint is None

@@ -28,6 +28,12 @@ if not SECRET_KEY:
         raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off.")
     SECRET_KEY = secrets.token_urlsafe(50)
 
+# Encrypts secrets stored in the database (LLM endpoint API keys). Default: derived
+# from SECRET_KEY, so changing SECRET_KEY then makes stored keys unreadable; set it
+# on its own to rotate SECRET_KEY freely. Old keys listed here still decrypt.
+FIELD_ENCRYPTION_KEY = env.str("FIELD_ENCRYPTION_KEY", default="")
+FIELD_ENCRYPTION_OLD_KEYS = env.list("FIELD_ENCRYPTION_OLD_KEYS", default=[])
+
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000").rstrip("/")

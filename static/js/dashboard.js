@@ -37,6 +37,38 @@
     }
   }
 
+  async function testEndpoint(form) {
+    var result = form.parentElement.querySelector(".llm-test-result");
+    var button = form.querySelector("button");
+    button.disabled = true;
+    result.className = "llm-test-result muted";
+    result.textContent = "Connecting…";
+    try {
+      var resp = await fetch(form.action, {
+        method: "POST",
+        headers: { "X-CSRFToken": csrfToken(), "Accept": "application/json" },
+      });
+      var check = await resp.json();
+      if (check.ok) {
+        result.className = "llm-test-result ok";
+        result.textContent = "Connected: first token after " + Math.round(check.first_token_ms) +
+          " ms (“" + check.reply.trim() + "”).";
+      } else {
+        result.className = "llm-test-result error";
+        result.textContent = check.error || "The endpoint did not answer.";
+      }
+    } catch (err) {
+      result.className = "llm-test-result error";
+      result.textContent = "Network error: " + err.message;
+    } finally {
+      button.disabled = false;
+    }
+  }
+
+  document.addEventListener("submit", function (event) {
+    if (event.target.matches("[data-llm-test]")) { event.preventDefault(); testEndpoint(event.target); }
+  });
+
   document.addEventListener("click", function (event) {
     var button = event.target.closest("[data-preview-url]");
     if (button) { event.preventDefault(); preview(button); return; }

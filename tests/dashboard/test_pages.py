@@ -46,6 +46,7 @@ def persona_form(voice_pk: int, **overrides: str) -> dict[str, str]:
         "dashboard:persona_create",
         "dashboard:voice_list",
         "dashboard:keys",
+        "dashboard:llm_endpoints",
         "dashboard:widget",
         "dashboard:team",
         "dashboard:call_list",

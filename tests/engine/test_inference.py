@@ -6,7 +6,16 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from voiceapp.engine.inference import InferenceError, ThreadStream, collect
+from tests.support.llm_server import LLMServer, closed_port_url, silent_server
+from voiceapp.engine.inference import (
+    EndpointInference,
+    InferenceError,
+    LocalInference,
+    ThreadStream,
+    collect,
+)
+from voiceapp.engine.llm import HttpLLM, HttpLLMSettings, LLMOptions
+from voiceapp.engine.models import default_voice
 
 
 def counting(n: int, delay: float = 0.0) -> Callable[[threading.Event], Iterator[int]]:
@@ -57,3 +66,71 @@ async def test_queue_time_is_the_wait_for_a_busy_slot(executor: ThreadPoolExecut
     # then its queue time shows the wait
     assert second.queue_ms is not None and second.queue_ms > 50
     assert first.queue_ms is not None and first.queue_ms < 50
+
+
+# --- EndpointInference: a call's LLM turns on its own OpenAI-compatible server ---
+
+
+def endpoint(server: LLMServer, **overrides: object) -> HttpLLM:
+    values: dict[str, object] = {
+        "base_url": server.base_url,
+        "api_key": server.api_key,
+        "model": server.model,
+        "timeout_s": 10.0,
+    }
+    values.update(overrides)
+    return HttpLLM(HttpLLMSettings(**values))  # type: ignore[arg-type]
+
+
+async def test_endpoint_inference_sends_llm_turns_to_the_endpoint(
+    llm_server: LLMServer, models: LocalInference, executor: ThreadPoolExecutor
+) -> None:
+    # given the real local models as the workers, and a call routed to its endpoint
+    routed = EndpointInference(models, endpoint(llm_server), executor)
+    before = llm_server.completions()
+    messages = [{"role": "user", "content": "What is the capital of France?"}]
+    # when the call generates a reply and speaks it
+    reply = "".join(
+        await collect(routed.generate(messages, LLMOptions(max_tokens=16, temperature=0.0)))
+    )
+    audio = await collect(routed.synthesize("Paris.", default_voice()))
+    # then the endpoint answered the LLM turn, and the workers' TTS spoke
+    assert "paris" in reply.lower()
+    assert llm_server.completions() == before + 1
+    assert audio and audio[0].samples.size > 0
+
+
+@pytest.mark.parametrize(
+    ("overrides", "code"),
+    [
+        ({"api_key": "wrong-key"}, "llm_endpoint_unauthorized"),
+        ({"base_url": closed_port_url()}, "llm_endpoint_unreachable"),
+    ],
+)
+async def test_endpoint_failures_are_inference_errors_with_their_code(
+    llm_server: LLMServer,
+    models: LocalInference,
+    executor: ThreadPoolExecutor,
+    overrides: dict[str, object],
+    code: str,
+) -> None:
+    routed = EndpointInference(models, endpoint(llm_server, **overrides), executor)
+
+    with pytest.raises(InferenceError) as caught:
+        await collect(routed.generate([{"role": "user", "content": "Hi"}], LLMOptions()))
+
+    assert caught.value.code == code
+
+
+async def test_a_silent_endpoint_fails_after_its_timeout_instead_of_hanging(
+    llm_server: LLMServer, models: LocalInference, executor: ThreadPoolExecutor
+) -> None:
+    with silent_server() as url:
+        routed = EndpointInference(
+            models, endpoint(llm_server, base_url=url, timeout_s=1.0), executor
+        )
+        with pytest.raises(InferenceError) as caught:
+            async with asyncio.timeout(10):  # the endpoint's own timeout ends it well before
+                await collect(routed.generate([{"role": "user", "content": "Hi"}], LLMOptions()))
+
+    assert caught.value.code == "llm_endpoint_timeout"

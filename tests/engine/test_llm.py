@@ -156,5 +156,6 @@ def test_http_backend_stops_on_cancel(llama_server: str) -> None:
 
 def test_http_backend_reports_an_unreachable_endpoint() -> None:
     llm = HttpLLM(HttpLLMSettings(base_url="http://127.0.0.1:9/v1", timeout_s=2))
-    with pytest.raises(LLMError, match="failed"):
+    with pytest.raises(LLMError, match="cannot be reached") as caught:
         list(llm.stream([SYSTEM], LLMOptions(), threading.Event()))
+    assert caught.value.code == "llm_endpoint_unreachable"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
@@ -11,8 +12,10 @@ from sessions.auth import AuthError, CallGrant
 from sessions.models import Call
 from sessions.runner import start_realtime_session
 from tests.conftest import Tenant
+from tests.support.llm_server import LLMServer
 from voiceapp.engine.knowledge import Fact
-from voiceapp.personas.services import persona_fact_create
+from voiceapp.personas.services import persona_fact_create, persona_update
+from voiceapp.tenants.services import llm_endpoint_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -154,3 +157,75 @@ def test_a_call_runs_with_the_personas_facts(tenant_a: Tenant) -> None:
         Fact(answer="9 to 5.", question="When are you open?"),
         Fact(answer="We are at Main Street 1.", question=""),
     )
+
+
+# --- Bring your own LLM: a persona's endpoint answers its calls' LLM turns ------
+
+ASK_TEXT_ONLY = [
+    '{"type": "session.update", "session": {"type": "realtime", "output_modalities": ["text"]}}',
+    '{"type": "conversation.item.create", "item": {"type": "message", "role": "user",'
+    ' "content": [{"type": "input_text", "text": "What is the capital of France?"}]}}',
+    '{"type": "response.create"}',
+]
+
+
+async def ask_until_done(grant: CallGrant) -> list[dict[str, Any]]:
+    """A text-only turn (no ASR or TTS needed: no worker runs in these tests)."""
+    transport = ListTransport()
+    session = await start_realtime_session(grant=grant, transport=transport, client_info={})
+    try:
+        for event in ASK_TEXT_ONLY:
+            await session.handle_text(event)
+        for _ in range(600):
+            if any(e["type"] == "response.done" for e in transport.events):
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        await session.close("hangup")
+    return transport.events
+
+
+def test_a_personas_endpoint_answers_its_calls(tenant_a: Tenant, llm_server: LLMServer) -> None:
+    # given the org's default endpoint: a real llama.cpp server that requires its key
+    llm_endpoint_create(
+        org=tenant_a.org,
+        name="own server",
+        base_url=llm_server.base_url,
+        model=llm_server.model,
+        api_key=llm_server.api_key,
+        is_default=True,
+    )
+    grant = grant_for(tenant_a)
+    before = llm_server.completions()
+    # when the caller asks a question
+    events = asyncio.run(ask_until_done(grant))
+    # then the endpoint answered it (no inference worker runs here at all)
+    done = next(e for e in events if e["type"] == "response.done")["response"]
+    assert done["status"] == "completed", events
+    text = done["output"][0]["content"][0]["text"]
+    assert "paris" in text.lower()
+    assert llm_server.completions() == before + 1
+
+
+def test_a_failing_endpoint_fails_the_response_with_a_clear_error(
+    tenant_a: Tenant, llm_server: LLMServer
+) -> None:
+    # given a persona whose own endpoint has a wrong key
+    endpoint = llm_endpoint_create(
+        org=tenant_a.org,
+        name="misconfigured",
+        base_url=llm_server.base_url,
+        model=llm_server.model,
+        api_key="sk-not-the-right-key",
+    )
+    grant = grant_for(tenant_a)
+    persona_update(persona=tenant_a.org.personas.get(), llm_endpoint=endpoint)
+    # when the caller asks a question
+    events = asyncio.run(ask_until_done(grant))
+    # then an error event names the cause, the response fails, and the call goes on
+    errors = [e["error"] for e in events if e["type"] == "error"]
+    assert [e["code"] for e in errors] == ["llm_endpoint_unauthorized"]
+    assert "refused the API key" in errors[0]["message"]
+    assert "sk-not-the-right-key" not in json.dumps(events)
+    done = next(e for e in events if e["type"] == "response.done")["response"]
+    assert done["status"] == "failed"

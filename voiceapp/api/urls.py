@@ -4,10 +4,12 @@ from rest_framework.routers import SimpleRouter
 
 from voiceapp.api.exceptions import api_not_found
 from voiceapp.personas.apis import PersonaFactViewSet, PersonaViewSet, VoiceViewSet
+from voiceapp.tenants.apis import LLMEndpointViewSet
 
 router = SimpleRouter()
 router.register("personas", PersonaViewSet, basename="persona")
 router.register("voices", VoiceViewSet, basename="voice")
+router.register("llm-endpoints", LLMEndpointViewSet, basename="llm-endpoint")
 
 fact_list = PersonaFactViewSet.as_view({"get": "list", "post": "create", "put": "replace"})
 fact_detail = PersonaFactViewSet.as_view(

@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest
 
 from voiceapp.personas.models import Persona, PersonaFact, Voice
-from voiceapp.tenants.models import Role, User
+from voiceapp.tenants.models import LLMEndpoint, Organization, Role, User
 from voiceapp.tenants.services import organization_create, origins_normalize
 
 
@@ -83,6 +83,7 @@ class PersonaForm(forms.ModelForm):
             "idle_timeout_s",
             "max_call_duration_s",
             "allowed_origins",
+            "llm_endpoint",
         ]
         widgets = {
             "instructions": forms.Textarea(attrs={"rows": 6}),
@@ -98,10 +99,23 @@ class PersonaForm(forms.ModelForm):
             "max_reply_tokens": "Caps how long one spoken reply can get.",
         }
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, org: Organization, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["voice"].queryset = Voice.objects.filter(is_available=True)
         self.fields["slug"].required = False
+        endpoints = LLMEndpoint.objects.filter(org=org)
+        default = endpoints.filter(is_default=True).first()
+        endpoint = self.fields["llm_endpoint"]
+        endpoint.queryset = endpoints
+        endpoint.empty_label = (
+            f"Organization default ({default.name})"
+            if default
+            else "Organization default (the embedded demo model, SmolLM2-135M)"
+        )
+        endpoint.help_text = (
+            "Your own OpenAI-compatible server answers this persona's calls. "
+            "Endpoints are managed under Language models."
+        )
 
 
 class PersonaFactForm(forms.ModelForm):
@@ -136,3 +150,67 @@ class PublishableKeyForm(forms.Form):
 class InvitationForm(forms.Form):
     email = forms.EmailField()
     role = forms.ChoiceField(choices=Role.choices, initial=Role.MEMBER)
+
+
+class LLMEndpointForm(forms.Form):
+    """Values are validated by the services (the same messages as the API)."""
+
+    name = forms.CharField(max_length=80, help_text="To recognise it, e.g. “vLLM on gpu-1”.")
+    base_url = forms.CharField(
+        max_length=500,
+        label="Base URL",
+        widget=forms.TextInput(attrs={"placeholder": "http://10.0.0.5:8000/v1"}),
+        help_text="The OpenAI-compatible API root, usually ending in /v1.",
+    )
+    model = forms.CharField(
+        max_length=200, help_text="The model name the server expects, e.g. llama3.1:8b."
+    )
+    api_key = forms.CharField(
+        required=False,
+        label="API key",
+        max_length=4096,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="Stored encrypted and never shown again. Leave empty if the server needs none.",
+    )
+    clear_api_key = forms.BooleanField(required=False, label="Remove the stored API key")
+    timeout_s = forms.FloatField(
+        label="Timeout (s)",
+        initial=10.0,
+        widget=forms.NumberInput(attrs={"step": "0.5", "min": "1", "max": "120"}),
+        help_text="How long to wait to connect, for the first token and for each next one.",
+    )
+    is_default = forms.BooleanField(
+        required=False,
+        label="Organization default",
+        help_text="Personas without an endpoint of their own use this one.",
+    )
+
+    def __init__(
+        self, data: Any = None, *, endpoint: LLMEndpoint | None = None, **kwargs: Any
+    ) -> None:
+        if endpoint is not None and data is None:
+            kwargs["initial"] = {
+                "name": endpoint.name,
+                "base_url": endpoint.base_url,
+                "model": endpoint.model,
+                "timeout_s": endpoint.timeout_s,
+                "is_default": endpoint.is_default,
+            }
+        super().__init__(data, **kwargs)
+        if endpoint is None or not endpoint.has_api_key:
+            del self.fields["clear_api_key"]
+        else:
+            hint = f" ending in {endpoint.api_key_hint}" if endpoint.api_key_hint else ""
+            self.fields[
+                "api_key"
+            ].help_text = (
+                f"A key{hint} is stored. Enter a new one to replace it; leave empty to keep it."
+            )
+
+    def service_fields(self) -> dict[str, Any]:
+        """The cleaned values as the services take them (`api_key` None keeps the key)."""
+        data = dict(self.cleaned_data)
+        clear = data.pop("clear_api_key", False)
+        api_key = data.pop("api_key", "")
+        data["api_key"] = "" if clear else (api_key or None)
+        return data

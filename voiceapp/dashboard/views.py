@@ -4,6 +4,7 @@ every tenant-owned object is fetched through a selector that takes the org."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import asdict
 from functools import wraps
 from typing import Any
 from urllib.parse import urlencode
@@ -13,6 +14,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.paginator import Paginator
+from django.db.models import Count
 from django.forms import Form
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
@@ -24,6 +26,7 @@ from sessions.selectors import call_get, call_list
 from sessions.views import widget_session_payload
 from voiceapp.dashboard.forms import (
     InvitationForm,
+    LLMEndpointForm,
     OrganizationForm,
     PersonaFactForm,
     PersonaForm,
@@ -163,7 +166,7 @@ def persona_list_view(request: HttpRequest, membership: Membership) -> HttpRespo
 @org_required()
 @require_http_methods(["GET", "POST"])
 def persona_create_view(request: HttpRequest, membership: Membership) -> HttpResponse:
-    form = PersonaForm(request.POST or None)
+    form = PersonaForm(request.POST or None, org=membership.org)
     if request.method == "POST" and form.is_valid():
         try:
             persona = persona_create(org=membership.org, **form.cleaned_data)
@@ -191,7 +194,7 @@ def _persona_page(
     context = {
         "section": "personas",
         "persona": persona,
-        "form": form or PersonaForm(instance=persona),
+        "form": form or PersonaForm(instance=persona, org=membership.org),
         "facts": facts,
         "fact_form": fact_form or PersonaFactForm(),
         "max_facts": MAX_FACTS_PER_PERSONA,
@@ -204,7 +207,7 @@ def _persona_page(
 @require_http_methods(["GET", "POST"])
 def persona_edit_view(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
     persona = persona_get(org=membership.org, pk=pk)
-    form = PersonaForm(request.POST or None, instance=persona)
+    form = PersonaForm(request.POST or None, instance=persona, org=membership.org)
     if request.method == "POST" and form.is_valid():
         try:
             persona_update(persona=persona, **form.cleaned_data)
@@ -416,6 +419,97 @@ def publishable_key_revoke_view(
     tenant_services.publishable_key_revoke(key=key)
     messages.success(request, f"Revoked “{key.name}”. The widget stops working where it used it.")
     return redirect("dashboard:keys")
+
+
+# --- Language models (bring your own LLM) -------------------------------------
+
+
+def _llm_page(request: HttpRequest, membership: Membership, **extra: Any) -> HttpResponse:
+    org = membership.org
+    endpoints = tenant_selectors.llm_endpoint_list(org=org).annotate(
+        persona_count=Count("personas")
+    )
+    context = {
+        "section": "llm",
+        "endpoints": endpoints,
+        "default_endpoint": next((e for e in endpoints if e.is_default), None),
+        "form": LLMEndpointForm(),
+        **extra,
+    }
+    return render(request, "dashboard/llm.html", context)
+
+
+@org_required(manage=True)
+def llm_endpoints(request: HttpRequest, membership: Membership) -> HttpResponse:
+    return _llm_page(request, membership)
+
+
+@org_required(manage=True)
+@require_POST
+def llm_endpoint_create_view(request: HttpRequest, membership: Membership) -> HttpResponse:
+    form = LLMEndpointForm(request.POST)
+    if form.is_valid():
+        fields = form.service_fields()
+        fields["api_key"] = fields["api_key"] or ""
+        try:
+            endpoint = tenant_services.llm_endpoint_create(org=membership.org, **fields)
+        except ValidationError as exc:
+            _add_errors(form, exc)
+        else:
+            messages.success(
+                request, f"Added the endpoint “{endpoint.name}”. Test its connection below."
+            )
+            return redirect("dashboard:llm_endpoints")
+    return _llm_page(request, membership, form=form)
+
+
+@org_required(manage=True)
+@require_http_methods(["GET", "POST"])
+def llm_endpoint_edit_view(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
+    endpoint = tenant_selectors.llm_endpoint_get(org=membership.org, pk=pk)
+    form = LLMEndpointForm(request.POST or None, endpoint=endpoint)
+    if request.method == "POST" and form.is_valid():
+        try:
+            tenant_services.llm_endpoint_update(endpoint=endpoint, **form.service_fields())
+        except ValidationError as exc:
+            _add_errors(form, exc)
+        else:
+            messages.success(request, f"Saved “{endpoint.name}”.")
+            return redirect("dashboard:llm_endpoints")
+    return render(
+        request,
+        "dashboard/llm_endpoint_form.html",
+        {"section": "llm", "form": form, "endpoint": endpoint},
+    )
+
+
+@org_required(manage=True)
+@require_POST
+def llm_endpoint_delete_view(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
+    endpoint = tenant_selectors.llm_endpoint_get(org=membership.org, pk=pk)
+    name = endpoint.name
+    tenant_services.llm_endpoint_delete(endpoint=endpoint)
+    messages.success(request, f"Deleted “{name}”. Its personas now use the organization default.")
+    return redirect("dashboard:llm_endpoints")
+
+
+@org_required(manage=True)
+@require_POST
+def llm_endpoint_test_view(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
+    """Stream a tiny completion; JSON for the page's script, a message otherwise."""
+    endpoint = tenant_selectors.llm_endpoint_get(org=membership.org, pk=pk)
+    check = tenant_services.llm_endpoint_check(endpoint=endpoint)
+    if "application/json" in request.headers.get("Accept", ""):
+        return JsonResponse(asdict(check))
+    if check.ok:
+        messages.success(
+            request,
+            f"“{endpoint.name}” answered: first token after {check.first_token_ms:.0f} ms "
+            f"(“{check.reply.strip()}”).",
+        )
+    else:
+        messages.error(request, f"“{endpoint.name}” failed: {check.error}")
+    return redirect("dashboard:llm_endpoints")
 
 
 # --- Widget --------------------------------------------------------------------

@@ -11,6 +11,7 @@ worker processes.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -21,7 +22,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import numpy as np
 
 from .asr import ASR, Transcript
-from .llm import LLM, LLMOptions, Message
+from .llm import LLM, LLMError, LLMOptions, Message
 from .tts import TTS, VoiceSpec
 
 T = TypeVar("T")
@@ -127,6 +128,8 @@ class ThreadStream(Generic[T]):
         if item is _END:
             self._queue.put_nowait(_END)
             raise StopAsyncIteration
+        if isinstance(item, InferenceError):
+            raise item
         if isinstance(item, BaseException):
             raise InferenceError(str(item) or type(item).__name__) from item
         return item
@@ -194,6 +197,47 @@ class LocalInference:
 
     def close(self) -> None:
         self.executor.shutdown(wait=False, cancel_futures=True)
+
+
+class EndpointInference:
+    """A call's own LLM endpoint for `generate`; `inner` for everything else.
+
+    The process that runs the call streams from the endpoint itself (in a
+    thread of `executor`), so the endpoint's credentials stay in this process
+    and never travel through the channel layer. A failing endpoint surfaces as
+    `InferenceError` with the backend's code (`llm_endpoint_unauthorized`,
+    `llm_endpoint_timeout`, ...), which the call reports as a failed response.
+    """
+
+    def __init__(self, inner: Inference, llm: LLM, executor: ThreadPoolExecutor) -> None:
+        self.inner = inner
+        self.llm = llm
+        self._executor = executor
+
+    async def transcribe(self, audio: np.ndarray, language: str) -> Transcript:
+        return await self.inner.transcribe(audio, language)
+
+    def generate(self, messages: list[Message], options: LLMOptions) -> ThreadStream[str]:
+        llm = self.llm
+
+        def run(cancel: threading.Event) -> Iterator[str]:
+            try:
+                yield from llm.stream(messages, options, cancel)
+            except LLMError as exc:
+                raise InferenceError(str(exc), exc.code) from exc
+
+        return ThreadStream(run, self._executor)
+
+    def synthesize(self, text: str, voice: VoiceSpec) -> Stream[AudioChunk]:
+        return self.inner.synthesize(text, voice)
+
+    async def close(self) -> None:
+        """Close the inner client (the Channels client ends its reply readers)."""
+        close = getattr(self.inner, "close", None)
+        if close is not None:
+            result = close()
+            if inspect.isawaitable(result):
+                await result
 
 
 async def collect(stream: Stream[T]) -> list[T]:

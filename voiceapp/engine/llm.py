@@ -11,6 +11,7 @@ import importlib.util
 import json
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -65,7 +66,11 @@ class LLM(Protocol):
 
 
 class LLMError(RuntimeError):
-    pass
+    """A reply could not be generated; `code` says why in one word."""
+
+    def __init__(self, message: str, code: str = "llm_failed") -> None:
+        super().__init__(message)
+        self.code = code
 
 
 def default_llm_model_path() -> str:
@@ -243,25 +248,105 @@ class HttpLLM:
         )
         try:
             response = urllib.request.urlopen(request, timeout=s.timeout_s)
+        except urllib.error.HTTPError as exc:
+            raise _http_error(s.base_url, exc) from exc
+        except TimeoutError as exc:
+            raise LLMError(
+                f"The LLM endpoint {s.base_url} did not answer within {s.timeout_s:g} s.",
+                "llm_endpoint_timeout",
+            ) from exc
         except OSError as exc:
-            raise LLMError(f"LLM endpoint {s.base_url} failed: {exc}") from exc
+            reason = getattr(exc, "reason", exc)
+            if isinstance(reason, TimeoutError):
+                raise LLMError(
+                    f"The LLM endpoint {s.base_url} did not answer within {s.timeout_s:g} s.",
+                    "llm_endpoint_timeout",
+                ) from exc
+            raise LLMError(
+                f"The LLM endpoint {s.base_url} cannot be reached: {reason}.",
+                "llm_endpoint_unreachable",
+            ) from exc
         with response:
-            for raw in response:
-                if cancel.is_set():
-                    return
-                line = raw.decode("utf-8", "replace").strip()
-                if not line.startswith("data:"):
-                    continue
-                data = line[5:].strip()
-                if data == "[DONE]":
-                    return
-                try:
-                    event = json.loads(data)
-                except json.JSONDecodeError as exc:
-                    raise LLMError(f"bad event from LLM endpoint: {data[:100]}") from exc
-                if "error" in event:
-                    raise LLMError(f"LLM endpoint error: {event['error']}")
-                choices = event.get("choices") or [{}]
-                delta = (choices[0].get("delta") or {}).get("content")
-                if delta:
-                    yield delta
+            try:
+                yield from _sse_deltas(response, cancel)
+            except TimeoutError as exc:
+                raise LLMError(
+                    f"The LLM endpoint {s.base_url} stopped sending for {s.timeout_s:g} s.",
+                    "llm_endpoint_timeout",
+                ) from exc
+            except OSError as exc:
+                raise LLMError(
+                    f"The connection to the LLM endpoint {s.base_url} broke: {exc}.",
+                    "llm_endpoint_unreachable",
+                ) from exc
+
+
+def _sse_deltas(response: Any, cancel: threading.Event) -> Iterator[str]:
+    """Text deltas from an OpenAI-style server-sent event stream."""
+    for raw in response:
+        if cancel.is_set():
+            return
+        line = raw.decode("utf-8", "replace").strip()
+        if not line.startswith("data:"):
+            continue
+        data = line[5:].strip()
+        if data == "[DONE]":
+            return
+        try:
+            event = json.loads(data)
+        except json.JSONDecodeError as exc:
+            raise LLMError(
+                f"The LLM endpoint sent something that is not JSON: {data[:100]}",
+                "llm_endpoint_bad_response",
+            ) from exc
+        if not isinstance(event, dict):
+            raise LLMError(
+                f"The LLM endpoint sent an unexpected event: {data[:100]}",
+                "llm_endpoint_bad_response",
+            )
+        if "error" in event:
+            raise LLMError(
+                f"The LLM endpoint reported an error: {_error_text(event['error'])}",
+                "llm_endpoint_error",
+            )
+        choices = event.get("choices") or [{}]
+        delta = (choices[0].get("delta") or {}).get("content")
+        if delta:
+            yield delta
+
+
+def _error_text(error: Any) -> str:
+    if isinstance(error, dict):
+        return str(error.get("message") or error.get("detail") or error)[:300]
+    return str(error)[:300]
+
+
+def _http_error(base_url: str, exc: urllib.error.HTTPError) -> LLMError:
+    """A clear message for an HTTP error status, with the server's own words."""
+    try:
+        body = exc.read(4096).decode("utf-8", "replace")
+    except OSError:
+        body = ""
+    detail = body.strip()[:300]
+    try:
+        parsed = json.loads(body)
+    except json.JSONDecodeError:
+        pass
+    else:
+        if isinstance(parsed, dict):
+            detail = _error_text(parsed.get("error") or parsed.get("detail") or parsed)
+    said = f" The server said: {detail}" if detail else ""
+    if exc.code in (401, 403):
+        return LLMError(
+            f"The LLM endpoint {base_url} refused the API key (HTTP {exc.code}).{said}",
+            "llm_endpoint_unauthorized",
+        )
+    if exc.code == 404:
+        return LLMError(
+            f"Nothing answers at {base_url.rstrip('/')}/chat/completions (HTTP 404): check the "
+            f"base URL (it usually ends in /v1) and the model name.{said}",
+            "llm_endpoint_not_found",
+        )
+    return LLMError(
+        f"The LLM endpoint {base_url} answered HTTP {exc.code}.{said}", "llm_endpoint_error"
+    )

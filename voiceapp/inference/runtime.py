@@ -6,14 +6,16 @@ import asyncio
 import logging
 import threading
 import weakref
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 
 from voiceapp.engine.call import CallConfig
-from voiceapp.engine.inference import LocalInference
+from voiceapp.engine.inference import EndpointInference, Inference, LocalInference
 from voiceapp.engine.knowledge import Fact
-from voiceapp.engine.llm import LLMOptions
+from voiceapp.engine.llm import LLM, HttpLLM, LLMError, LLMOptions, Message
 from voiceapp.engine.models import ModelSettings, load_inference
 from voiceapp.engine.tts import VoiceSpec
 from voiceapp.engine.turns import TurnSettings
@@ -30,6 +32,9 @@ log = logging.getLogger(__name__)
 _models_lock = threading.Lock()
 _local: LocalInference | None = None
 _vad: SileroModel | None = None
+_endpoint_executor: ThreadPoolExecutor | None = None
+# Threads that stream from organizations' own LLM endpoints: one per reply in progress.
+ENDPOINT_THREADS = 64
 _embedded: weakref.WeakKeyDictionary[
     asyncio.AbstractEventLoop, tuple[InferenceWorker, asyncio.Task[None]]
 ] = weakref.WeakKeyDictionary()
@@ -151,3 +156,49 @@ def call_config_from_persona(persona: Persona, *, output_sample_rate: int = 2400
         interruptions_enabled=bool(persona.interruptions_enabled),
         output_sample_rate=output_sample_rate,
     )
+
+
+class _UnreadableKeyLLM:
+    """An endpoint whose stored key cannot be decrypted: each turn fails, saying why."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+    def stream(
+        self, messages: list[Message], options: LLMOptions, cancel: threading.Event
+    ) -> Iterator[str]:
+        raise LLMError(self.message, "llm_endpoint_key_unreadable")
+
+
+def persona_endpoint_llm(persona: Persona) -> LLM | None:
+    """The LLM backend of `persona`'s own endpoint (or its org's default); None for
+    the embedded workers. Reads the database."""
+    from voiceapp.personas.selectors import persona_llm_endpoint
+    from voiceapp.tenants.crypto import DecryptionError
+    from voiceapp.tenants.services import llm_endpoint_http_settings
+
+    endpoint = persona_llm_endpoint(persona=persona)
+    if endpoint is None:
+        return None
+    try:
+        return HttpLLM(llm_endpoint_http_settings(endpoint=endpoint))
+    except DecryptionError as exc:
+        log.error("LLM endpoint %s (org %s): %s", endpoint.pk, endpoint.org_id, exc)
+        return _UnreadableKeyLLM(f"LLM endpoint “{endpoint.name}”: {exc}")
+
+
+def endpoint_executor() -> ThreadPoolExecutor:
+    global _endpoint_executor
+    with _models_lock:
+        if _endpoint_executor is None:
+            _endpoint_executor = ThreadPoolExecutor(
+                max_workers=ENDPOINT_THREADS, thread_name_prefix="llm-endpoint"
+            )
+        return _endpoint_executor
+
+
+def route_llm(inference: Inference, llm: LLM | None) -> Inference:
+    """`inference` with its LLM turns sent to `llm` (a persona's endpoint), if any."""
+    if llm is None:
+        return inference
+    return EndpointInference(inference, llm, endpoint_executor())

@@ -19,6 +19,7 @@ from voiceapp.personas.services import (
     voices_sync,
 )
 from voiceapp.tenants.middleware import current_membership
+from voiceapp.tenants.models import LLMEndpoint
 
 
 def _acting_org_id(request: HttpRequest) -> int | None:
@@ -70,7 +71,15 @@ class PersonaAdmin(admin.ModelAdmin):
         ("Voice and language", {"fields": ("voice", "language")}),
         (
             "Language model",
-            {"fields": ("llm_backend", "llm_model", "temperature", "max_reply_tokens")},
+            {
+                "fields": (
+                    "llm_endpoint",
+                    "llm_backend",
+                    "llm_model",
+                    "temperature",
+                    "max_reply_tokens",
+                )
+            },
         ),
         (
             "Turn-taking",
@@ -99,6 +108,24 @@ class PersonaAdmin(admin.ModelAdmin):
         first = dict(fieldsets[0][1])
         first["fields"] = tuple(f for f in first["fields"] if f != "org")
         return ((fieldsets[0][0], first), *fieldsets[1:])
+
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        if db_field.name == "llm_endpoint" and not request.user.is_superuser:
+            kwargs["queryset"] = LLMEndpoint.objects.filter(org_id=_acting_org_id(request))
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def get_form(self, request: HttpRequest, obj: Persona | None = None, **kwargs: Any) -> Any:
+        form = super().get_form(request, obj, **kwargs)
+
+        class SameOrgEndpointForm(form):  # type: ignore[misc,valid-type]
+            def clean(self) -> dict[str, Any]:
+                data: dict[str, Any] = super().clean()
+                endpoint, org = data.get("llm_endpoint"), data.get("org")
+                if endpoint is not None and org is not None and endpoint.org_id != org.pk:
+                    self.add_error("llm_endpoint", "Choose one of this organization's endpoints.")
+                return data
+
+        return SameOrgEndpointForm
 
     def save_model(self, request: HttpRequest, obj: Persona, form: Any, change: bool) -> None:
         if not request.user.is_superuser:

@@ -26,6 +26,8 @@ from voiceapp.personas.services import (
     persona_facts_replace,
     persona_update,
 )
+from voiceapp.tenants.models import LLMEndpoint
+from voiceapp.tenants.selectors import llm_endpoint_list
 
 
 class VoiceSerializer(serializers.ModelSerializer):
@@ -44,6 +46,18 @@ class PersonaSerializer(serializers.ModelSerializer):
     allowed_origins = serializers.ListField(
         child=serializers.CharField(max_length=200), required=False, max_length=50
     )
+    llm_endpoint = serializers.PrimaryKeyRelatedField(
+        queryset=LLMEndpoint.objects.none(),
+        required=False,
+        allow_null=True,
+        help_text="One of the organization's LLM endpoints; null uses its default.",
+    )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        org = self.context.get("org")
+        if org is not None:
+            self.fields["llm_endpoint"].queryset = llm_endpoint_list(org=org)
 
     class Meta:
         model = Persona
@@ -67,6 +81,7 @@ class PersonaSerializer(serializers.ModelSerializer):
             "max_call_duration_s",
             "allowed_origins",
             "is_active",
+            "llm_endpoint",
             "created_at",
             "updated_at",
         ]

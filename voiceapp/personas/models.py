@@ -126,6 +126,16 @@ class Persona(models.Model):
     is_active = models.BooleanField("active", default=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
+    # Bring your own LLM: this persona's endpoint; empty uses the org's default endpoint,
+    # and without one the embedded model (or `llm_backend`). Same org: checked in services.
+    llm_endpoint = models.ForeignKey(
+        "tenants.LLMEndpoint",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="personas",
+        verbose_name="LLM endpoint",
+    )
 
     class Meta:
         ordering = ["name"]

@@ -6,7 +6,7 @@ from django.db.models import Prefetch, QuerySet
 from django.shortcuts import get_object_or_404
 
 from voiceapp.personas.models import Persona, PersonaFact, Voice
-from voiceapp.tenants.models import Organization
+from voiceapp.tenants.models import LLMEndpoint, Organization
 
 
 def persona_list(*, org: Organization) -> QuerySet[Persona]:
@@ -49,3 +49,14 @@ def persona_fact_list(*, org: Organization, persona: Persona) -> QuerySet[Person
 
 def persona_fact_get(*, org: Organization, persona: Persona, pk: int) -> PersonaFact:
     return get_object_or_404(persona_fact_list(org=org, persona=persona), pk=pk)
+
+
+def persona_llm_endpoint(*, persona: Persona) -> LLMEndpoint | None:
+    """The endpoint a call with `persona` streams from: the persona's own, else its
+    organization's default; None means the embedded workers."""
+    endpoints = LLMEndpoint.objects.filter(org_id=persona.org_id)
+    if persona.llm_endpoint_id is not None:
+        own = endpoints.filter(pk=persona.llm_endpoint_id).first()
+        if own is not None:
+            return own
+    return endpoints.filter(is_default=True).first()

@@ -51,6 +51,7 @@ PERSONA_FIELDS = (
     "max_call_duration_s",
     "allowed_origins",
     "is_active",
+    "llm_endpoint",
 )
 
 
@@ -122,6 +123,8 @@ def _unique_persona_slug(org: Organization, name: str) -> str:
 
 def _validate_and_save(persona: Persona) -> Persona:
     persona.full_clean(validate_constraints=False)
+    if persona.llm_endpoint is not None and persona.llm_endpoint.org_id != persona.org_id:
+        raise ValidationError({"llm_endpoint": "Choose one of this organization's endpoints."})
     if Persona.objects.filter(org=persona.org, slug=persona.slug).exclude(pk=persona.pk).exists():
         raise ValidationError({"slug": "Another persona of this organization uses this slug."})
     persona.save()

@@ -1,8 +1,14 @@
+from typing import Any
+
+from django import forms
 from django.contrib import admin
 from django.contrib.auth.admin import UserAdmin as BaseUserAdmin
+from django.http import HttpRequest
 
+from voiceapp.tenants import services
 from voiceapp.tenants.models import (
     Invitation,
+    LLMEndpoint,
     Membership,
     Organization,
     PublishableKey,
@@ -62,3 +68,59 @@ class InvitationAdmin(admin.ModelAdmin):
     list_filter = ["org", "role"]
     search_fields = ["email"]
     exclude = ["token_hash"]
+
+
+class LLMEndpointAdminForm(forms.ModelForm):
+    """The API key is write-only: it is never rendered back, only replaced or removed."""
+
+    api_key = forms.CharField(
+        label="API key",
+        required=False,
+        strip=True,
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
+        help_text="Stored encrypted. Leave empty to keep the current key.",
+    )
+    clear_api_key = forms.BooleanField(label="Remove the stored API key", required=False)
+
+    class Meta:
+        model = LLMEndpoint
+        fields = ["org", "name", "base_url", "model", "timeout_s", "is_default"]
+
+    def clean_api_key(self) -> str:
+        try:
+            return services.llm_api_key_clean(self.cleaned_data.get("api_key") or "")
+        except forms.ValidationError as exc:
+            raise forms.ValidationError(exc.message_dict["api_key"]) from exc
+
+
+@admin.register(LLMEndpoint)
+class LLMEndpointAdmin(admin.ModelAdmin):
+    form = LLMEndpointAdminForm
+    list_display = ["name", "org", "base_url", "model", "key", "timeout_s", "is_default"]
+    list_filter = ["org", "is_default"]
+    search_fields = ["name", "base_url", "model", "org__name"]
+    readonly_fields = ["key", "created_at", "updated_at"]
+    fields = [
+        "org",
+        "name",
+        "base_url",
+        "model",
+        "key",
+        "api_key",
+        "clear_api_key",
+        "timeout_s",
+        "is_default",
+        "created_at",
+        "updated_at",
+    ]
+
+    @admin.display(description="stored key")
+    def key(self, obj: LLMEndpoint) -> str:
+        if not obj.has_api_key:
+            return "none"
+        return f"set, ending in {obj.api_key_hint}" if obj.api_key_hint else "set"
+
+    def save_model(self, request: HttpRequest, obj: LLMEndpoint, form: Any, change: bool) -> None:
+        data = form.cleaned_data
+        api_key = "" if data.get("clear_api_key") else (data.get("api_key") or None)
+        services.llm_endpoint_update(endpoint=obj, api_key=api_key)

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 from django.contrib.auth.models import AbstractUser, BaseUserManager
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.utils import timezone
 
@@ -150,3 +153,80 @@ class PublishableKey(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+
+def validate_endpoint_url(value: str) -> None:
+    """An http(s) base URL with a host, without credentials, query or fragment."""
+    try:
+        parts = urlsplit(value.strip())
+        _ = parts.port  # raises ValueError for a port that is not a number in range
+    except ValueError as exc:
+        raise ValidationError(f"This is not a valid URL: {exc}.") from exc
+    if parts.scheme not in ("http", "https"):
+        raise ValidationError("Use an http:// or https:// URL, e.g. http://10.0.0.5:8000/v1.")
+    if not parts.hostname:
+        raise ValidationError("The URL needs a host name, e.g. http://10.0.0.5:8000/v1.")
+    if parts.username or parts.password:
+        raise ValidationError("Put the API key in its own field, not in the URL.")
+    if parts.query or parts.fragment:
+        raise ValidationError("The base URL cannot have a query (?…) or fragment (#…).")
+
+
+class LLMEndpoint(models.Model):
+    """An organization's own OpenAI-compatible LLM server (vLLM, llama.cpp, Ollama, hosted).
+
+    The API key is stored encrypted (`voiceapp.tenants.crypto`) and never shown
+    again; `api_key_hint` keeps its last four characters to recognise it.
+    """
+
+    org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="llm_endpoints")
+    name = models.CharField(max_length=80)
+    base_url = models.CharField(
+        "base URL",
+        max_length=500,
+        validators=[validate_endpoint_url],
+        help_text="The OpenAI-compatible API root, usually ending in /v1.",
+    )
+    model = models.CharField(max_length=200, help_text="The model name the server expects.")
+    api_key_encrypted = models.TextField(blank=True, editable=False)
+    api_key_hint = models.CharField(max_length=8, blank=True, editable=False)
+    timeout_s = models.FloatField(
+        "timeout (s)",
+        default=10.0,
+        validators=[
+            MinValueValidator(1.0, "The timeout must be between 1 and 120 seconds."),
+            MaxValueValidator(120.0, "The timeout must be between 1 and 120 seconds."),
+        ],
+        help_text="How long to wait for the connection, the first token and each next one.",
+    )
+    is_default = models.BooleanField(
+        "organization default",
+        default=False,
+        help_text="Personas without an endpoint of their own use this one.",
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "LLM endpoint"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["org", "name"],
+                name="llm_endpoint_unique_name",
+                violation_error_message="Another endpoint of this organization has this name.",
+            ),
+            models.UniqueConstraint(
+                fields=["org"],
+                condition=models.Q(is_default=True),
+                name="llm_endpoint_one_default_per_org",
+                violation_error_message="Another endpoint is already this organization's default.",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def has_api_key(self) -> bool:
+        return bool(self.api_key_encrypted)

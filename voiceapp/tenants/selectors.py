@@ -7,6 +7,7 @@ from django.shortcuts import get_object_or_404
 
 from voiceapp.tenants.models import (
     Invitation,
+    LLMEndpoint,
     Membership,
     Organization,
     PublishableKey,
@@ -56,3 +57,15 @@ def publishable_key_list(
 
 def publishable_key_get(*, org: Organization, pk: int) -> PublishableKey:
     return get_object_or_404(PublishableKey, org=org, pk=pk)
+
+
+def llm_endpoint_list(*, org: Organization) -> QuerySet[LLMEndpoint]:
+    return LLMEndpoint.objects.filter(org=org)
+
+
+def llm_endpoint_get(*, org: Organization, pk: int) -> LLMEndpoint:
+    return get_object_or_404(llm_endpoint_list(org=org), pk=pk)
+
+
+def llm_endpoint_default(*, org: Organization) -> LLMEndpoint | None:
+    return llm_endpoint_list(org=org).filter(is_default=True).first()

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import threading
+import time
+from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -15,8 +19,11 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.text import slugify
 
+from voiceapp.engine.llm import HttpLLM, HttpLLMSettings, LLMError, LLMOptions
+from voiceapp.tenants import crypto
 from voiceapp.tenants.models import (
     Invitation,
+    LLMEndpoint,
     Membership,
     Organization,
     PublishableKey,
@@ -278,3 +285,141 @@ def publishable_key_revoke(*, key: PublishableKey) -> PublishableKey:
         key.revoked_at = timezone.now()
         key.save(update_fields=["revoked_at"])
     return key
+
+
+# --- LLM endpoints (bring your own LLM) -----------------------------------------
+
+LLM_ENDPOINT_FIELDS = ("name", "base_url", "model", "api_key", "timeout_s", "is_default")
+LLM_ENDPOINT_CHECK_TIMEOUT_S = 15.0  # "Test connection" waits at most this long per read
+LLM_ENDPOINT_CHECK_PROMPT = "Say hello in three words."
+API_KEY_MAX_CHARS = 4096
+
+
+def llm_api_key_clean(api_key: str) -> str:
+    """The key as it will be sent in the Authorization header; raises on what cannot be."""
+    api_key = api_key.strip()
+    if len(api_key) > API_KEY_MAX_CHARS:
+        raise ValidationError(
+            {"api_key": f"An API key has at most {API_KEY_MAX_CHARS} characters."}
+        )
+    if any(ch.isspace() or not ch.isprintable() for ch in api_key):
+        raise ValidationError({"api_key": "An API key cannot contain spaces or line breaks."})
+    return api_key
+
+
+def _llm_endpoint_save(endpoint: LLMEndpoint, *, api_key: str | None) -> LLMEndpoint:
+    endpoint.name = endpoint.name.strip()
+    endpoint.base_url = endpoint.base_url.strip()
+    endpoint.model = endpoint.model.strip()
+    if api_key is not None:
+        api_key = llm_api_key_clean(api_key)
+        endpoint.api_key_encrypted = crypto.encrypt(api_key) if api_key else ""
+        # Short keys get no hint: four characters would give away too much of them.
+        endpoint.api_key_hint = api_key[-4:] if len(api_key) >= 12 else ""
+    endpoint.full_clean(validate_constraints=False)
+    others = LLMEndpoint.objects.filter(org=endpoint.org).exclude(pk=endpoint.pk)
+    if others.filter(name=endpoint.name).exists():
+        raise ValidationError({"name": "Another endpoint of this organization has this name."})
+    if endpoint.is_default:
+        others.filter(is_default=True).update(is_default=False)
+    endpoint.save()
+    return endpoint
+
+
+@transaction.atomic
+def llm_endpoint_create(
+    *,
+    org: Organization,
+    name: str,
+    base_url: str,
+    model: str,
+    api_key: str = "",
+    timeout_s: float = 10.0,
+    is_default: bool = False,
+) -> LLMEndpoint:
+    endpoint = LLMEndpoint(
+        org=org,
+        name=name,
+        base_url=base_url,
+        model=model,
+        timeout_s=timeout_s,
+        is_default=is_default,
+    )
+    return _llm_endpoint_save(endpoint, api_key=api_key)
+
+
+@transaction.atomic
+def llm_endpoint_update(*, endpoint: LLMEndpoint, **fields: Any) -> LLMEndpoint:
+    """Change the given fields. `api_key`: None (or absent) keeps the key, "" removes it."""
+    unknown = set(fields) - set(LLM_ENDPOINT_FIELDS)
+    if unknown:
+        raise ValidationError(f"Unknown endpoint fields: {', '.join(sorted(unknown))}.")
+    api_key = fields.pop("api_key", None)
+    for name, value in fields.items():
+        setattr(endpoint, name, value)
+    return _llm_endpoint_save(endpoint, api_key=api_key)
+
+
+@transaction.atomic
+def llm_endpoint_delete(*, endpoint: LLMEndpoint) -> None:
+    """Personas that used it fall back to the organization's default."""
+    endpoint.delete()
+
+
+def llm_endpoint_http_settings(
+    *, endpoint: LLMEndpoint, timeout_s: float | None = None
+) -> HttpLLMSettings:
+    """The engine's settings for `endpoint`, its key decrypted (raises DecryptionError)."""
+    api_key = crypto.decrypt(endpoint.api_key_encrypted) if endpoint.api_key_encrypted else ""
+    return HttpLLMSettings(
+        base_url=endpoint.base_url,
+        api_key=api_key,
+        model=endpoint.model,
+        timeout_s=float(timeout_s if timeout_s is not None else endpoint.timeout_s),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointCheck:
+    """What "Test connection" found: the time to the first token, or why it failed."""
+
+    ok: bool
+    first_token_ms: float | None = None
+    total_ms: float | None = None
+    reply: str = ""
+    code: str = ""
+    error: str = ""
+
+
+def llm_endpoint_check(*, endpoint: LLMEndpoint) -> EndpointCheck:
+    """Stream a tiny completion from `endpoint` and time its first token."""
+    try:
+        http = llm_endpoint_http_settings(
+            endpoint=endpoint, timeout_s=min(endpoint.timeout_s, LLM_ENDPOINT_CHECK_TIMEOUT_S)
+        )
+    except crypto.DecryptionError as exc:
+        return EndpointCheck(ok=False, code="llm_endpoint_key_unreadable", error=str(exc))
+    messages = [{"role": "user", "content": LLM_ENDPOINT_CHECK_PROMPT}]
+    options = LLMOptions(max_tokens=8, temperature=0.0)
+    started = time.monotonic()
+    first_token_ms: float | None = None
+    deltas: list[str] = []
+    try:
+        for delta in HttpLLM(http).stream(messages, options, threading.Event()):
+            if first_token_ms is None:
+                first_token_ms = 1000.0 * (time.monotonic() - started)
+            deltas.append(delta)
+    except LLMError as exc:
+        return EndpointCheck(ok=False, code=exc.code, error=str(exc))
+    total_ms = 1000.0 * (time.monotonic() - started)
+    if first_token_ms is None:
+        return EndpointCheck(
+            ok=False,
+            total_ms=total_ms,
+            code="llm_endpoint_empty",
+            error="The endpoint answered but streamed no text. Is it an OpenAI-compatible "
+            "/chat/completions with stream=true, and is the model name right?",
+        )
+    return EndpointCheck(
+        ok=True, first_token_ms=first_token_ms, total_ms=total_ms, reply="".join(deltas)
+    )

@@ -19,9 +19,12 @@ from voiceapp.engine.frames import (
     TranscriptPartial,
     TTSAudio,
 )
+from voiceapp.engine.llm import LLM
 from voiceapp.inference.runtime import (
     call_config_from_persona,
     get_inference,
+    persona_endpoint_llm,
+    route_llm,
     stop_embedded,
     vad_model,
 )
@@ -46,10 +49,17 @@ def _find_persona(slug: str, org_slug: str | None) -> Any:
 
 
 async def run_turn(
-    config: CallConfig, audio: np.ndarray, rate: int, *, realtime: bool, timeout_s: float
+    config: CallConfig,
+    audio: np.ndarray,
+    rate: int,
+    *,
+    realtime: bool,
+    timeout_s: float,
+    llm: LLM | None = None,
 ) -> dict[str, Any]:
-    """Stream `audio` then silence into a call; collect the first response."""
-    inference = await get_inference()
+    """Stream `audio` then silence into a call; collect the first response.
+    `llm`: the persona's own endpoint, which then answers instead of the workers."""
+    inference = route_llm(await get_inference(), llm)
     call = VoiceCall(config, inference, vad_model())
     step = rate // 50  # 20 ms, like a transport
     silence = np.zeros(int(rate * timeout_s), dtype=np.float32)
@@ -124,6 +134,7 @@ class Command(BaseCommand):
                 rate,
                 realtime=not options["fast"],
                 timeout_s=options["timeout"],
+                llm=persona_endpoint_llm(persona),
             )
         )
         write_wav(options["out"], result.pop("audio"), options["rate"])

@@ -637,9 +637,10 @@ class VoiceCall:
 
     async def _turn(self, response: _Response, audio: np.ndarray) -> None:
         """Final ASR, then the reply; speculative until committed."""
-        judging = self._speculative is response
+        # The turn waits for this transcript's verdict (the punctuation rule never did).
+        judging = self._speculative is response and self.config.turns.hint_source == "eou"
         if judging:
-            self._detector.expect_hint()  # the turn waits for this transcript's verdict
+            self._detector.expect_hint()
         try:
             result = await self._transcribe(response, audio)
         except InferenceError as exc:

@@ -4,6 +4,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,7 +28,18 @@ from voiceapp.engine.inference import LocalInference
 from voiceapp.engine.llm import LlamaLLM
 from voiceapp.engine.turns import TurnSettings
 
-from .conftest import Clip, collect_until, fast_config, feed, silence, wait_until, words
+from .conftest import (
+    Clip,
+    collect_until,
+    espeak_clip,
+    fast_config,
+    feed,
+    join,
+    piper_clip,
+    silence,
+    wait_until,
+    words,
+)
 
 MakeCall = Callable[..., VoiceCall]
 
@@ -328,3 +340,114 @@ async def test_manual_turns_are_transcribed_and_answered_when_asked(
         {"role": "assistant", "content": reply.text},
     ]
     assert len(of(frames, ResponseStarted)) == 1
+
+
+def near_silence(seconds: float) -> Clip:
+    """Dithered digital silence (+-1 LSB of PCM16), as a quiet microphone gives."""
+    rng = np.random.default_rng(3)
+    return Clip(rng.integers(-1, 2, int(seconds * 16000)).astype(np.float32) / 32768.0, 16000)
+
+
+def spoken(text: str) -> Clip:
+    """Piper's `text` without the silence around it, so a pause between clips is exact."""
+    clip = piper_clip(text)
+    voiced = np.nonzero(np.abs(clip.samples) > 0.01)[0]
+    return Clip(clip.samples[voiced[0] : voiced[-1] + 1], clip.rate, text)
+
+
+@pytest.mark.parametrize(
+    ("first", "pause_s", "second", "expected"),
+    [
+        ("I would like to order", 0.6, "a birthday cake for Friday.", {"order", "cake"}),
+        ("Can you tell me", 0.45, "when the shop opens on Sunday?", {"tell", "sunday"}),
+    ],
+)
+async def test_a_pause_inside_a_sentence_does_not_end_the_turn(
+    new_call: MakeCall, first: str, pause_s: float, second: str, expected: set[str]
+) -> None:
+    # given a sentence with a pause in the middle, spoken in real time
+    call = new_call()
+    clip = join(spoken(first), near_silence(pause_s), spoken(second))
+    # when it is spoken
+    frames = await ask(call, clip, realtime=True)
+    frames += await drain(call, 1.0)
+    # then a speculative reply started in the pause and was dropped when the caller went on
+    assert call.stats["speculative_started"] >= 2
+    assert call.stats["speculative_cancelled"] >= 1
+    # and the whole sentence was one turn, answered once
+    finals = of(frames, TranscriptFinal)
+    assert len(finals) == 1 and expected <= words(finals[0].text)
+    assert len(of(frames, ResponseStarted)) == 1
+
+
+async def test_a_finished_question_is_scored_finished_and_answered(new_call: MakeCall) -> None:
+    # given a finished question
+    call = new_call()
+    # when it is spoken
+    frames = await ask(call, spoken("What is the capital of France?"), realtime=True)
+    # then the end-of-turn model scored it before the turn ended, and it was answered
+    reply = of(frames, ResponseDone)[0]
+    assert reply.status == "completed" and reply.text
+    assert "eou_end" in reply.timeline
+    assert reply.timeline["eou_end"] <= reply.timeline["end_of_turn"]
+
+
+async def drain(call: VoiceCall, quiet_s: float) -> list[Frame]:
+    """Frames that still come until the call has been quiet for `quiet_s`."""
+    frames: list[Frame] = []
+    while (frame := await call.next_frame(quiet_s)) is not None:
+        frames.append(frame)
+    return frames
+
+
+async def test_a_short_sound_over_the_reply_pauses_it_and_it_plays_on(
+    new_call: MakeCall, tmp_path: Path
+) -> None:
+    # given a reply being played at real-time pace
+    text = "Our bakery opens at seven every morning, and on Saturdays we also sell pastries."
+    call = new_call(playback_lead_ms=200)
+    reply_id = call.say(text)
+    frames = await collect_until(call, lambda f: isinstance(f, TTSAudio), timeout_s=20)
+    # when the caller says a short "uh" over it (about 190 ms of speech)
+    rate = 24000
+    uh = espeak_clip("uh", tmp_path, "uh")
+    audio = np.concatenate([silence(0.3).at(rate), uh.at(rate), silence(1.0).at(rate)])
+    feeder = asyncio.create_task(feed(call, audio, rate, realtime=True))
+    frames += await collect_until(call, done, timeout_s=30)
+    await feeder
+    # then the reply was paused on the onset, resumed, and played to its end
+    assert call.stats["barge_in_pauses"] >= 1
+    assert call.stats["false_interruptions"] >= 1
+    assert not of(frames, Interruption)
+    finished = of(frames, ResponseDone)[0]
+    assert finished.response_id == reply_id
+    assert finished.status == "completed" and finished.text == text
+    assert call.history[-1] == {"role": "assistant", "content": text}
+
+
+async def test_speech_over_the_reply_pauses_it_before_it_is_cancelled(
+    new_call: MakeCall, clips: dict[str, Clip]
+) -> None:
+    # given a reply being played at real-time pace
+    call = new_call(playback_lead_ms=200)
+    reply_id = call.say("Our bakery opens at seven every morning. " * 4)
+    await collect_until(call, lambda f: isinstance(f, TTSAudio), timeout_s=20)
+    # when the caller asks a question over it
+    rate = 24000
+    audio = np.concatenate([clips["weather"].at(rate), silence(1.5).at(rate)])
+    feeder = asyncio.create_task(feed(call, audio, rate, realtime=True))
+    frames = await collect_until(
+        call, lambda f: isinstance(f, ResponseDone) and f.response_id != reply_id, 40
+    )
+    await feeder
+    # then the reply was paused first, then interrupted: no audio of it after the pause,
+    # and the question was heard and answered
+    assert call.stats["barge_in_pauses"] == 1 and call.stats["false_interruptions"] == 0
+    interruption = of(frames, Interruption)[0]
+    assert interruption.response_id == reply_id
+    kinds = [type(f) for f in frames]
+    after = frames[kinds.index(Interruption) :]
+    assert not [f for f in after if isinstance(f, TTSAudio) and f.response_id == reply_id]
+    assert {"weather", "london"} <= words(of(frames, TranscriptFinal)[0].text)
+    answer = of(frames, ResponseDone)[-1]
+    assert answer.status == "completed" and answer.text

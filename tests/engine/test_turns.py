@@ -1,11 +1,16 @@
 import pytest
 
 from voiceapp.engine.turns import (
+    BargeInDetector,
+    BargeInKind,
+    BargeInSettings,
     TurnDetector,
     TurnEventKind,
     TurnSettings,
     TurnState,
+    eou_text,
     sentence_completeness,
+    turn_completeness,
 )
 from voiceapp.engine.vad import CHUNK_MS
 
@@ -108,3 +113,90 @@ def test_unfinished_phrase_hint_lengthens_the_wait() -> None:
 )
 def test_sentence_completeness(text: str, expected: bool | None) -> None:
     assert sentence_completeness(text) is expected
+
+
+def test_a_pending_hint_keeps_the_turn_open_past_the_plain_wait() -> None:
+    # given a paused turn whose transcript is still being made
+    detector = TurnDetector(SETTINGS)
+    run(detector, chunks(320, 0.9) + chunks(128, 0.0))
+    detector.expect_hint()
+    # when more silence than the plain 480 ms passes
+    events = run(detector, chunks(480, 0.0))
+    # then the turn is still open, waiting for the verdict
+    assert events == [] and detector.hint_pending
+    # and a "finished" verdict ends it at once; the silence heard is enough
+    detector.set_hint(True)
+    event = detector.check_end_of_turn()
+    assert event is not None and event.kind is TurnEventKind.END_OF_TURN
+
+
+def test_a_pending_hint_that_never_comes_ends_on_the_long_wait() -> None:
+    detector = TurnDetector(SETTINGS)
+    run(detector, chunks(320, 0.9) + chunks(128, 0.0))
+    detector.expect_hint()
+    kinds = [k for k, _ in run(detector, chunks(1000, 0.0))]
+    assert kinds == [TurnEventKind.END_OF_TURN]
+
+
+def test_resuming_speech_drops_the_pending_hint() -> None:
+    detector = TurnDetector(SETTINGS)
+    run(detector, chunks(320, 0.9) + chunks(128, 0.0))
+    detector.expect_hint()
+    run(detector, chunks(128, 0.9))
+    assert detector.state is TurnState.SPEAKING and not detector.hint_pending
+
+
+@pytest.mark.parametrize(
+    ("text", "probability", "expected"),
+    [
+        ("What is the capital of France?", 0.9, True),
+        ("I would like to order.", 0.05, False),  # the full stop is not trusted
+        ("I would like to order.", None, None),  # no score: the plain wait
+        ("One, two, three, four,", 0.9, False),  # a trailing comma is unfinished
+        ("I need to talk to", 0.9, False),  # so is a trailing "to"
+        ("", 0.9, None),
+    ],
+)
+def test_turn_completeness(text: str, probability: float | None, expected: bool | None) -> None:
+    assert turn_completeness(text, probability, 0.5) is expected
+
+
+def test_eou_text_drops_punctuation_and_case() -> None:
+    assert eou_text("  I'd like to order. A cake, please?") == "i'd like to order a cake please"
+
+
+BARGE = BargeInSettings(threshold=0.7, onset_ms=64, confirm_ms=256, resume_ms=320)
+
+
+def barge(detector: BargeInDetector, probs: list[float]) -> list[BargeInKind]:
+    return [k for p in probs if (k := detector.push(p)) is not None]
+
+
+def test_barge_in_pauses_on_the_onset_and_confirms_on_more_speech() -> None:
+    # given speech over the reply
+    detector = BargeInDetector(BARGE)
+    # then two voiced chunks pause it, and 256 ms of voiced chunks confirm the interruption
+    assert barge(detector, chunks(64, 0.9)) == [BargeInKind.PAUSE]
+    assert barge(detector, chunks(160, 0.9)) == []
+    assert barge(detector, chunks(64, 0.2) + chunks(32, 0.9)) == [BargeInKind.CONFIRM]
+    assert not detector.paused
+
+
+def test_a_short_onset_resumes_the_reply() -> None:
+    # given a cough: 96 ms of speech-like sound, then quiet
+    detector = BargeInDetector(BARGE)
+    kinds = barge(detector, chunks(96, 0.9) + chunks(320, 0.1))
+    # then the reply was paused, then resumed
+    assert kinds == [BargeInKind.PAUSE, BargeInKind.RESUME]
+    assert not detector.paused
+
+
+def test_a_single_voiced_chunk_does_nothing() -> None:
+    detector = BargeInDetector(BARGE)
+    assert barge(detector, chunks(32, 0.9) + chunks(320, 0.1) + chunks(32, 0.9)) == []
+
+
+def test_without_an_onset_pause_barge_in_confirms_after_continuous_speech() -> None:
+    detector = BargeInDetector(BargeInSettings(threshold=0.7, onset_ms=0, confirm_ms=256))
+    assert barge(detector, chunks(224, 0.9) + chunks(32, 0.1)) == []
+    assert barge(detector, chunks(256, 0.9)) == [BargeInKind.CONFIRM]

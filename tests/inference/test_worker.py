@@ -31,6 +31,21 @@ async def test_asr_request_is_transcribed_by_a_worker(
     assert worker.served["asr"] == 1
 
 
+async def test_end_of_turn_scores_come_back_from_a_worker(
+    start_worker: StartWorker, client: ChannelsInference, models: LocalInference
+) -> None:
+    # given a worker on the layer
+    worker = await start_worker()
+    # when a finished and an unfinished transcript are scored
+    finished = await client.end_of_turn("What is the capital of France?", "")
+    unfinished = await client.end_of_turn("I would like to order.", "")
+    # then the finished one is likelier to end the turn, by the worker's model,
+    # and the worker's answer is the in-process score
+    assert 0.0 <= unfinished < finished <= 1.0
+    assert worker.served["eou"] == 2
+    assert finished == await models.end_of_turn("What is the capital of France?", "")
+
+
 async def test_llm_tokens_stream_back_with_queue_time(
     start_worker: StartWorker, client: ChannelsInference
 ) -> None:

@@ -5,9 +5,13 @@ A transport pushes input audio (PCM16, any rate, mono or interleaved) with
 resampled to 16 kHz, scored by Silero VAD on 32 ms chunks and fed to the turn
 detector. On a pause the call starts a *speculative* response (final ASR,
 LLM, clause chunking, TTS) whose output is held back; at end of turn it is
-committed and released, or it is cancelled if the user resumes. Reply audio
-is released paced against real time (`playback_lead_ms` ahead), so a barge-in
-can flush what has not been sent and the history keeps only what was heard.
+committed and released, or it is cancelled if the user resumes. How long
+the silence must last depends on whether the pause's transcript reads as a
+finished turn (lexical cues and the LLM's end-of-turn probability, `eou.py`).
+Reply audio is released paced against real time (`playback_lead_ms` ahead):
+speech over it pauses the release at once, and either confirms the
+interruption (the rest is flushed and the history keeps only what was heard)
+or turns out to be a cough and the reply resumes where it paused.
 
 The call owns every task it starts and cancels them in `close()`.
 """
@@ -60,19 +64,25 @@ from .prompt import DEFAULT_DECLINE, DEFAULT_REPLY_HINT, PromptBuilder
 from .tracing import TurnTrace
 from .tts import VoiceSpec
 from .turns import (
+    BargeInDetector,
+    BargeInKind,
+    BargeInSettings,
     TurnDetector,
     TurnEvent,
     TurnEventKind,
     TurnSettings,
     TurnState,
     sentence_completeness,
+    turn_completeness,
+    unfinished_by_words,
 )
-from .vad import CHUNK_MS, CHUNK_SAMPLES, SileroModel, StreamingVAD
+from .vad import CHUNK_SAMPLES, SileroModel, StreamingVAD
 
 log = logging.getLogger(__name__)
 
 RESPECULATE_AFTER_MS = 300  # more silence before an "unfinished" pause is transcribed again
 TRANSCRIPT_WAIT_S = 10.0  # how long a requested reply waits for a turn still being transcribed
+EOU_WAIT_S = 0.5  # an end-of-turn score later than this is not waited for (lexical hint only)
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,13 +116,20 @@ class CallConfig:
     create_response: bool = True  # answer automatically at end of turn
     speak: bool = True  # False: text-only replies (clauses are emitted, nothing is synthesized)
     interruptions_enabled: bool = True
-    barge_in_min_ms: int = 250
+    barge_in_min_ms: int = 250  # speech over the reply that confirms an interruption
     barge_in_threshold: float = 0.7
+    barge_in_onset_ms: int = 64  # speech that pauses the reply until confirmed; 0: no pause
+    barge_in_resume_ms: int = 600  # no speech this long after a pause: play on (a cough)
     # History kept for the LLM, in characters (~4 per token). Past the budget the
     # oldest turns are dropped down to half of it at once, so the prompt's prefix (and
     # the LLM's KV cache of it) stays the same for many turns instead of shifting each turn.
     history_budget_chars: int = 2000
     max_utterance_s: float = 30.0
+
+
+def _set(event: asyncio.Event) -> asyncio.Event:
+    event.set()
+    return event
 
 
 class ResponseState(enum.Enum):
@@ -142,6 +159,8 @@ class _Response:
     error: str | None = None
     usage: dict[str, int] = field(default_factory=dict)
     speak: bool = True  # synthesize the reply (False: text only), fixed when it starts
+    playing: asyncio.Event = field(default_factory=lambda: _set(asyncio.Event()))  # clear: paused
+    eou_probability: float | None = None  # the end-of-turn score of its transcript
     # The response that was active when this one was committed: cancelled once this
     # one's transcript turns out to hold words, left playing if it was only noise.
     supersedes: _Response | None = None
@@ -163,6 +182,8 @@ class VoiceCall:
         self._clock = clock
         self._vad = StreamingVAD(vad_model)
         self._detector = TurnDetector(config.turns)
+        self._barge = BargeInDetector(_barge_in_settings(config))
+        self._paused: _Response | None = None  # the reply held by a barge-in onset
         self._resampler: StreamResampler | None = None
         self._out: asyncio.Queue[Frame | None] = asyncio.Queue()
         self.history: list[Message] = []
@@ -186,7 +207,6 @@ class VoiceCall:
         self._speech_announced = False
         self._partial_task: asyncio.Task[None] | None = None
         self._partial_at_samples = 0
-        self._barge_run = 0
         self._last_sound_chunk = -1  # last chunk that might hold speech (not clearly quiet)
         self._speculated_at_chunk = -1
         self._respeculated = False
@@ -195,7 +215,13 @@ class VoiceCall:
         self._active: _Response | None = None
         self._last_spoken: _Response | None = None
         self._history_start = 0  # first history message still sent to the LLM
-        self.stats = {"speculative_started": 0, "speculative_cancelled": 0, "interruptions": 0}
+        self.stats = {
+            "speculative_started": 0,
+            "speculative_cancelled": 0,
+            "interruptions": 0,
+            "barge_in_pauses": 0,
+            "false_interruptions": 0,
+        }
 
     # ----- transport surface -------------------------------------------------
 
@@ -250,6 +276,7 @@ class VoiceCall:
         self.config = config
         self._detector.settings = config.turns
         self._prompt = self._prompt_builder(config)
+        self._barge.settings = _barge_in_settings(config)
 
     @staticmethod
     def _prompt_builder(config: CallConfig) -> PromptBuilder:
@@ -359,17 +386,39 @@ class VoiceCall:
         self._maybe_partial()
 
     def _check_barge_in(self, prob: float) -> None:
-        cfg = self.config
-        if not (cfg.interruptions_enabled and self.speaking):
-            self._barge_run = 0
+        """Speech over the reply: pause it on the onset, then cancel it or play on."""
+        response = self._active
+        if not (self.config.interruptions_enabled and self.speaking) or response is None:
+            self._barge.reset()
+            if self._paused is not None:
+                self._resume(self._paused)
             return
-        self._barge_run = self._barge_run + 1 if prob >= cfg.barge_in_threshold else 0
-        if self._barge_run * CHUNK_MS >= cfg.barge_in_min_ms and self._active is not None:
-            self._barge_run = 0
+        kind = self._barge.push(prob)
+        if kind is BargeInKind.PAUSE:
+            self._pause(response)
+        elif kind is BargeInKind.RESUME:
+            self.stats["false_interruptions"] += 1
+            self._resume(response)
+        elif kind is BargeInKind.CONFIRM:
+            self._paused = None
             # The protocol's order: speech_started, then the cancelled response.
             if self._item_id is not None and not self._speech_announced:
                 self._announce_speech()
-            self._finish_cancelled(self._active, interrupted=True)
+            self._finish_cancelled(response, interrupted=True)
+
+    def _pause(self, response: _Response) -> None:
+        """Stop releasing the reply's audio; what was sent plays out at the client."""
+        self.stats["barge_in_pauses"] += 1
+        response.playing.clear()
+        self._paused = response
+
+    def _resume(self, response: _Response) -> None:
+        """Release the reply again from where it paused, paced as if it had not stopped."""
+        self._paused = None
+        if response.first_sent_at is not None:
+            # The client played what it had during the pause: pace on from what it heard.
+            response.first_sent_at = self._clock() - self._played_ms(response) / 1000.0
+        response.playing.set()
 
     def _announce_speech(self) -> None:
         assert self._item_id is not None
@@ -422,7 +471,7 @@ class VoiceCall:
         self._finish_cancelled(response, interrupted=False, silent=True)
         self._speculative = None
         self.stats["speculative_cancelled"] += 1
-        self._detector.set_hint(None)
+        self._detector.expect_hint()
         self._start_turn_response(speculative=True)
 
     def _turn_counts(self) -> bool:
@@ -604,12 +653,20 @@ class VoiceCall:
 
     async def _turn(self, response: _Response, audio: np.ndarray) -> None:
         """Final ASR, then the reply; speculative until committed."""
+        # The turn waits for this transcript's verdict (the punctuation rule never did).
+        judging = self._speculative is response and self.config.turns.hint_source == "eou"
+        if judging:
+            self._detector.expect_hint()
         try:
             result = await self._transcribe(response, audio)
         except InferenceError as exc:
+            if judging and self._speculative is response:
+                self._detector.set_hint(None)
             self._fail(response, exc)
             return
         assert result is not None
+        if response.state is ResponseState.SPECULATIVE and self._speculative is response:
+            self._judge_turn(response, result.text)
         previous = response.supersedes
         response.supersedes = None
         if not result.text:
@@ -629,19 +686,50 @@ class VoiceCall:
             self._emit(
                 response, TranscriptFinal(response.item_id, result.text, result.audio_seconds)
             )
-        if response.state is ResponseState.SPECULATIVE and self._speculative is response:
-            complete = sentence_completeness(result.text)
-            response.incomplete = complete is False
-            self._detector.set_hint(complete)
-            event = self._detector.check_end_of_turn()
-            if event is not None:
-                self._end_of_turn(event)
         self._emit(response, ResponseStarted(response.id))
         pending_user_text: str | None = result.text
         if response.state is ResponseState.ACTIVE:  # committed before the transcript came
             self.add_message("user", result.text)
             pending_user_text = None
         await self._reply(response, self.config.llm, None, user_text=pending_user_text)
+
+    def _judge_turn(self, response: _Response, text: str) -> None:
+        """Set the end-of-turn hint of the pause `response` speculates on.
+
+        Unfinished by its words: at once. Otherwise the end-of-turn model scores it
+        alongside the reply's generation, and the turn waits for the verdict.
+        """
+        turns = self.config.turns
+        if turns.hint_source == "punctuation":
+            self._set_hint(response, sentence_completeness(text))
+        elif not text.strip() or unfinished_by_words(text):
+            self._set_hint(response, turn_completeness(text, None, turns.eou_threshold))
+        else:
+            self._spawn_response(response, self._score_turn(response, text))
+
+    async def _score_turn(self, response: _Response, text: str) -> None:
+        history = reversed(self.history)
+        previous = next((m["content"] for m in history if m["role"] == "assistant"), "")
+        response.trace.mark("eou_start")
+        probability: float | None = None
+        try:
+            probability = await asyncio.wait_for(
+                self._inference.end_of_turn(text, previous), EOU_WAIT_S
+            )
+        except (InferenceError, TimeoutError) as exc:
+            log.info("end-of-turn score unavailable (%s): lexical hint only", exc or "timeout")
+        response.trace.mark("eou_end")
+        response.eou_probability = probability
+        if response.state is ResponseState.SPECULATIVE and self._speculative is response:
+            threshold = self.config.turns.eou_threshold
+            self._set_hint(response, turn_completeness(text, probability, threshold))
+
+    def _set_hint(self, response: _Response, complete: bool | None) -> None:
+        response.incomplete = complete is False
+        self._detector.set_hint(complete)
+        event = self._detector.check_end_of_turn()
+        if event is not None:
+            self._end_of_turn(event)
 
     async def _reply(
         self,
@@ -810,12 +898,7 @@ class VoiceCall:
             index, samples = item
             for start in range(0, len(samples), step):
                 piece = samples[start : start + step]
-                if response.first_sent_at is not None:
-                    ahead_ms = 1000.0 * response.sent_samples / rate - 1000.0 * (
-                        self._clock() - response.first_sent_at
-                    )
-                    if ahead_ms > cfg.playback_lead_ms:
-                        await asyncio.sleep((ahead_ms - cfg.playback_lead_ms) / 1000.0)
+                await self._paced(response)
                 if response.state is not ResponseState.ACTIVE:
                     return
                 if response.first_sent_at is None:
@@ -824,6 +907,22 @@ class VoiceCall:
                     response.trace.mark("first_audio_sent", response.first_sent_at)
                 response.sent_samples += len(piece)
                 self._out.put_nowait(TTSAudio(response.id, float_to_pcm16(piece), rate, index))
+
+    async def _paced(self, response: _Response) -> None:
+        """Return when the next piece may go: not paused, at most `playback_lead_ms` ahead."""
+        rate = self.config.output_sample_rate
+        lead_ms = self.config.playback_lead_ms
+        while True:
+            await response.playing.wait()
+            if response.first_sent_at is None:
+                return
+            sent_ms = 1000.0 * response.sent_samples / rate
+            ahead_ms = sent_ms - 1000.0 * (self._clock() - response.first_sent_at)
+            if ahead_ms <= lead_ms:
+                return
+            await asyncio.sleep((ahead_ms - lead_ms) / 1000.0)
+            if response.playing.is_set():
+                return
 
     def _played_ms(self, response: _Response) -> int:
         if response.first_sent_at is None:
@@ -922,6 +1021,15 @@ class VoiceCall:
 
 async def _once(text: str) -> AsyncIterator[str]:
     yield text
+
+
+def _barge_in_settings(config: CallConfig) -> BargeInSettings:
+    return BargeInSettings(
+        threshold=config.barge_in_threshold,
+        onset_ms=config.barge_in_onset_ms,
+        confirm_ms=config.barge_in_min_ms,
+        resume_ms=config.barge_in_resume_ms,
+    )
 
 
 __all__ = ["AudioFormatError", "CallConfig", "VoiceCall"]

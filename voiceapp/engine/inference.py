@@ -1,7 +1,8 @@
 """The engine's view of model inference, and an in-process implementation.
 
 The call loop only sees `Inference`: `transcribe`, `generate` (a token
-stream) and `synthesize` (an audio stream). Streams are async iterators with
+stream), `synthesize` (an audio stream) and `end_of_turn` (the probability
+that a transcript is a finished turn). Streams are async iterators with
 `aclose()`, which cancels the work behind them within one token or one chunk.
 `LocalInference` runs the blocking backends in threads of this process; the
 Channels client in `voiceapp.inference` implements the same protocol against
@@ -22,6 +23,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import numpy as np
 
 from .asr import ASR, Transcript
+from .eou import EndOfTurnScorer
 from .llm import LLM, LLMError, LLMOptions, Message
 from .tts import TTS, VoiceSpec
 
@@ -64,6 +66,10 @@ class Inference(Protocol):
     def generate(self, messages: list[Message], options: LLMOptions) -> Stream[str]: ...
 
     def synthesize(self, text: str, voice: VoiceSpec) -> Stream[AudioChunk]: ...
+
+    async def end_of_turn(self, text: str, previous_reply: str) -> float:
+        """Probability that the caller's turn is finished after `text` (see `eou.py`)."""
+        ...
 
 
 _END = object()
@@ -148,6 +154,7 @@ class LocalInference:
         tts: TTS,
         *,
         http_llm: LLM | None = None,
+        eou: EndOfTurnScorer | None = None,
         llm_slots: int = 1,
         asr_slots: int = 2,
         tts_slots: int = 2,
@@ -157,6 +164,7 @@ class LocalInference:
         self.llm = llm
         self.http_llm = http_llm
         self.tts = tts
+        self.eou = eou
         self.executor = ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix="infer")
         self.llm_slots = llm_slots
         self._llm_slot = threading.Semaphore(llm_slots)
@@ -195,6 +203,17 @@ class LocalInference:
 
         return ThreadStream(run, self.executor, self._tts_slot)
 
+    async def end_of_turn(self, text: str, previous_reply: str) -> float:
+        scorer = self.eou
+        if scorer is None:
+            raise InferenceError("no end-of-turn model is loaded", "eou_unavailable")
+        try:
+            return await asyncio.get_running_loop().run_in_executor(
+                self.executor, scorer.probability, text, previous_reply
+            )
+        except Exception as exc:
+            raise InferenceError(f"end-of-turn scoring failed: {exc}", "eou_failed") from exc
+
     def close(self) -> None:
         self.executor.shutdown(wait=False, cancel_futures=True)
 
@@ -230,6 +249,9 @@ class EndpointInference:
 
     def synthesize(self, text: str, voice: VoiceSpec) -> Stream[AudioChunk]:
         return self.inner.synthesize(text, voice)
+
+    async def end_of_turn(self, text: str, previous_reply: str) -> float:
+        return await self.inner.end_of_turn(text, previous_reply)
 
     async def close(self) -> None:
         """Close the inner client (the Channels client ends its reply readers)."""

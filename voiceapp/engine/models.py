@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass
 
 from .asr import WhisperASR, WhisperSettings, default_asr_model_path
+from .eou import EndOfTurnScorer, EndOfTurnSettings
 from .inference import LocalInference
 from .llm import LLM, HttpLLM, HttpLLMSettings, LlamaLLM, LlamaSettings, default_llm_model_path
 from .tts import PiperTTS, VoiceSpec, default_voice_path
@@ -30,6 +31,7 @@ class ModelSettings:
     llm_http_api_key: str = ""
     llm_http_model: str = ""
     tts_threads: int = 1
+    eou_model: bool = True  # score end of turn with the local LLM (its own small context)
     warm_voice_path: str = ""  # voice to load and warm up at start ("" = packaged default)
 
 
@@ -66,6 +68,11 @@ def load_inference(settings: ModelSettings, *, warm_up: bool = True) -> LocalInf
         )
     )
     tts = PiperTTS(threads=settings.tts_threads)
+    eou = None
+    if settings.eou_model:
+        eou = EndOfTurnScorer(
+            EndOfTurnSettings(model_path=settings.llm_model_path or default_llm_model_path())
+        )
     if warm_up:
         asr.warm_up()
         llm.warm_up()
@@ -73,5 +80,7 @@ def load_inference(settings: ModelSettings, *, warm_up: bool = True) -> LocalInf
         if settings.warm_voice_path:
             voice = VoiceSpec("warm", settings.warm_voice_path)
         tts.warm_up(voice)
+        if eou is not None:
+            eou.warm_up()
     log.info("models loaded in %.1f s", time.monotonic() - started)
-    return LocalInference(asr, llm, tts, http_llm=http_llm, llm_slots=llm.slots)
+    return LocalInference(asr, llm, tts, http_llm=http_llm, eou=eou, llm_slots=llm.slots)

@@ -3,8 +3,19 @@
 The detector is a small state machine driven by one Silero probability per
 32 ms chunk. A *pause* (short silence) is the moment to start ASR and the LLM
 speculatively; *end of turn* (longer silence) commits that work. A semantic
-hint from the transcript shortens the silence to wait for after a complete
-sentence and lengthens it after an unfinished phrase.
+hint from the pause's transcript sets the silence to wait for: short after a
+finished turn, long after an unfinished one. While that transcript is still
+being made (`expect_hint`), the turn does not end on the plain wait, so a
+sentence paused for 600 ms is not cut before anyone has read it.
+
+Whether a transcript is finished is judged by `turn_completeness`: lexical cues
+(a trailing "to", "the", a comma) say unfinished, and otherwise only the
+end-of-turn model's probability (see `eou.py`) may say finished; Whisper's
+closing full stop is no evidence, it puts one after "I would like to order".
+
+`BargeInDetector` is the same kind of machine for speech over the agent's reply:
+a likely onset pauses the reply, enough speech confirms the interruption, and
+an onset that stays too short (a cough, a click) resumes the reply.
 """
 
 from __future__ import annotations
@@ -45,6 +56,11 @@ class TurnSettings:
     complete_end_of_turn_ms: int = 250
     incomplete_end_of_turn_ms: int = 1200
     resume_ms: int = 64
+    # "eou": unfinished by lexical cues, finished only by the end-of-turn model's score.
+    # "punctuation": the earlier rule that trusted Whisper's closing punctuation (kept as
+    # the benchmark's baseline).
+    hint_source: str = "eou"
+    eou_threshold: float = 0.05  # end-of-turn probability from which a turn reads as finished
 
 
 _INCOMPLETE_ENDINGS = {
@@ -54,19 +70,55 @@ _INCOMPLETE_ENDINGS = {
 }  # fmt: skip
 
 
+_TRAILING_UNFINISHED = ("...", "…", ",", "-", ":", ";")
+_PUNCTUATION = re.compile(r"[^\w\s'-]")
+
+
+def _last_word(text: str) -> str:
+    words = re.findall(r"[a-zA-Z']+", text.lower())
+    return words[-1] if words else ""
+
+
+def unfinished_by_words(text: str) -> bool:
+    """True when `text` clearly stops mid-phrase: a trailing comma or dash, or "to", "the"..."""
+    t = text.strip()
+    return bool(t) and (t.endswith(_TRAILING_UNFINISHED) or _last_word(t) in _INCOMPLETE_ENDINGS)
+
+
 def sentence_completeness(text: str) -> bool | None:
-    """True if `text` reads as a finished sentence, False if clearly unfinished, else None."""
+    """The punctuation rule: True after a closing . ? !, False when clearly unfinished."""
     t = text.strip()
     if not t:
         return None
-    if t.endswith(("...", "…", ",", "-", ":", ";")):
-        return False
-    words = re.findall(r"[a-zA-Z']+", t.lower())
-    if words and words[-1] in _INCOMPLETE_ENDINGS:
+    if unfinished_by_words(t):
         return False
     if t[-1] in ".?!":
         return True
     return None
+
+
+def eou_text(text: str) -> str:
+    """The transcript as the end-of-turn model reads it: lower case, no punctuation.
+
+    Whisper punctuates by guess (a full stop wherever the audio stops), so the model
+    judges the words alone.
+    """
+    return " ".join(_PUNCTUATION.sub(" ", text.lower()).split())
+
+
+def turn_completeness(text: str, eou_probability: float | None, threshold: float) -> bool | None:
+    """True if the turn reads as finished, False if unfinished, None if unknown.
+
+    Lexical cues can only say "unfinished"; "finished" needs the end-of-turn
+    model's probability at or above `threshold`.
+    """
+    if not text.strip():
+        return None
+    if unfinished_by_words(text):
+        return False
+    if eou_probability is None:
+        return None
+    return eou_probability >= threshold
 
 
 class TurnDetector:
@@ -81,19 +133,34 @@ class TurnDetector:
         self._speech_start_chunk = 0
         self._last_voiced_chunk = -1
         self._hint: bool | None = None
+        self._hint_pending = False
 
     @property
     def end_of_turn_ms(self) -> int:
         s = self.settings
         if self._hint is True:
             return min(s.end_of_turn_ms, s.complete_end_of_turn_ms)
-        if self._hint is False:
+        if self._hint is False or self._hint_pending:
             return max(s.end_of_turn_ms, s.incomplete_end_of_turn_ms)
         return s.end_of_turn_ms
+
+    @property
+    def hint_pending(self) -> bool:
+        return self._hint_pending
+
+    def expect_hint(self) -> None:
+        """A hint for this pause is on its way: until it comes, wait as for an unfinished turn.
+
+        Call `set_hint` when it comes (None if it failed), then `check_end_of_turn`.
+        """
+        if self.state is not TurnState.IDLE:
+            self._hint = None
+            self._hint_pending = True
 
     def set_hint(self, complete: bool | None) -> None:
         """Semantic hint for the current pause (from the speculative transcript)."""
         self._hint = complete
+        self._hint_pending = False
 
     def silence_ms(self) -> int:
         return self._silence_run * CHUNK_MS
@@ -131,6 +198,7 @@ class TurnDetector:
             if self.state is TurnState.PAUSED and self._speech_run * CHUNK_MS >= s.resume_ms:
                 self.state = TurnState.SPEAKING
                 self._hint = None
+                self._hint_pending = False
                 events.append(TurnEvent(TurnEventKind.RESUMED, self._chunk, self._chunk * CHUNK_MS))
             return events
         if quiet or self.state is TurnState.PAUSED:
@@ -150,6 +218,7 @@ class TurnDetector:
         self._speech_run = 0
         self._silence_run = 0
         self._hint = None
+        self._hint_pending = False
 
     def check_end_of_turn(self) -> TurnEvent | None:
         """Re-check after a hint arrives: the silence so far may already be enough."""
@@ -158,4 +227,67 @@ class TurnDetector:
             event = TurnEvent(TurnEventKind.END_OF_TURN, self._last_voiced_chunk, end_ms)
             self.reset()
             return event
+        return None
+
+
+class BargeInKind(enum.Enum):
+    PAUSE = "pause"  # a likely onset: hold the reply's audio where it is
+    CONFIRM = "confirm"  # enough speech: the caller interrupts
+    RESUME = "resume"  # the onset stayed short (a cough, a click): play on
+
+
+@dataclass(frozen=True, slots=True)
+class BargeInSettings:
+    threshold: float = 0.7  # VAD probability that counts as speech over the reply
+    onset_ms: int = 64  # voiced run that pauses the reply; 0: no pause, cancel at confirm_ms
+    confirm_ms: int = 250  # voiced time (since the onset) that confirms the interruption
+    resume_ms: int = 600  # unvoiced time after a paused onset that makes it a false one
+
+
+class BargeInDetector:
+    """Speech over the agent's reply, one Silero probability per 32 ms chunk.
+
+    IDLE -> (voiced run >= onset_ms) PAUSED -> CONFIRM when the voiced chunks since
+    the onset reach confirm_ms, or RESUME after resume_ms without a voiced chunk.
+    With onset_ms 0 it confirms after a continuous voiced run of confirm_ms.
+    """
+
+    def __init__(self, settings: BargeInSettings) -> None:
+        self.settings = settings
+        self.paused = False
+        self._run = 0
+        self._voiced = 0
+        self._quiet = 0
+
+    def reset(self) -> None:
+        self.paused = False
+        self._run = self._voiced = self._quiet = 0
+
+    def push(self, prob: float) -> BargeInKind | None:
+        s = self.settings
+        voiced = prob >= s.threshold
+        if not self.paused:
+            self._run = self._run + 1 if voiced else 0
+            if s.onset_ms > 0 and self._run * CHUNK_MS >= s.onset_ms:
+                self.paused = True
+                self._voiced, self._quiet = self._run, 0
+                if self._voiced * CHUNK_MS >= s.confirm_ms:
+                    self.reset()
+                    return BargeInKind.CONFIRM
+                return BargeInKind.PAUSE
+            if s.onset_ms <= 0 and self._run * CHUNK_MS >= s.confirm_ms:
+                self.reset()
+                return BargeInKind.CONFIRM
+            return None
+        if voiced:
+            self._voiced += 1
+            self._quiet = 0
+            if self._voiced * CHUNK_MS >= s.confirm_ms:
+                self.reset()
+                return BargeInKind.CONFIRM
+            return None
+        self._quiet += 1
+        if self._quiet * CHUNK_MS >= s.resume_ms:
+            self.reset()
+            return BargeInKind.RESUME
         return None

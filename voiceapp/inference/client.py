@@ -290,6 +290,10 @@ def _decode_audio(message: dict[str, Any]) -> AudioChunk:
     return AudioChunk(pcm16_to_float(bytes(message["pcm"])), int(message["sample_rate"]))
 
 
+def _decode_score(message: dict[str, Any]) -> float:
+    return float(message["probability"])
+
+
 def _decode_transcript(message: dict[str, Any]) -> Transcript:
     t = message["transcript"]
     return Transcript(
@@ -353,6 +357,17 @@ class ChannelsInference:
         finally:
             await stream.aclose()
         raise InferenceError("ASR worker finished without a transcript", "asr_failed")
+
+    async def end_of_turn(self, text: str, previous_reply: str) -> float:
+        stream: ChannelStream[float] = ChannelStream(
+            self, "eou", {"text": text, "previous_reply": previous_reply}, _decode_score
+        )
+        try:
+            async for probability in stream:
+                return probability
+        finally:
+            await stream.aclose()
+        raise InferenceError("end-of-turn worker finished without a score", "eou_failed")
 
     def generate(self, messages: list[Message], options: LLMOptions) -> ChannelStream[str]:
         payload = {"messages": [dict(m) for m in messages], **options.to_wire()}

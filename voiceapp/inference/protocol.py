@@ -1,6 +1,6 @@
 """Message formats on the Channels layer between the call loop and inference workers.
 
-Requests go to `inference.asr`, `inference.llm` or `inference.tts`; any worker
+Requests go to `inference.asr`, `inference.llm`, `inference.tts` or `inference.eou`; any worker
 with a free slot takes one. Replies go to the caller's `reply_channel`, each
 tagged with the `request_id`:
 
@@ -11,6 +11,7 @@ tagged with the `request_id`:
     result    {"type": "inference.result", "request_id", "transcript": {...}}     (asr)
     token     {"type": "inference.token", "request_id", "text", "queue_ms"?}      (llm)
     audio     {"type": "inference.audio", "request_id", "pcm": bytes, "sample_rate"} (tts)
+    score     {"type": "inference.score", "request_id", "probability"}           (eou)
     done      {"type": "inference.done", "request_id", "queue_ms"}
     error     {"type": "inference.error", "request_id", "code", "message"}
     cancel    {"type": "inference.cancel", "request_id"}   caller -> the worker channel
@@ -24,12 +25,14 @@ LLM turn is sent to the worker channel of the worker that served its last one
 (it holds the call's prompt in its cache), with a short `accept_by`.
 
 Payloads: asr {"audio": PCM16 16 kHz mono bytes, "language"}; llm {"messages",
-"max_tokens", "temperature", "model"}; tts {"text", "voice_id", "model_path", "speed"}.
+"max_tokens", "temperature", "model"}; tts {"text", "voice_id", "model_path", "speed"};
+eou {"text", "previous_reply"} (the probability that the caller's turn is finished
+after "text").
 """
 
 from __future__ import annotations
 
-KINDS = ("asr", "llm", "tts")
+KINDS = ("asr", "llm", "tts", "eou")
 CHANNELS = {kind: f"inference.{kind}" for kind in KINDS}
 WORKER_CHANNEL_PREFIX = "inference.worker"  # + ".<uuid>": one per worker, for cancels
 REPLY_CHANNEL_PREFIX = "inference.reply"  # + ".<uuid>": one per request, shared by its attempts

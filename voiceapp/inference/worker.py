@@ -29,7 +29,7 @@ from .protocol import CHANNELS, HEARTBEAT_S, KINDS, WORKER_CHANNEL_PREFIX, redis
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SLOTS = {"asr": 1, "llm": 1, "tts": 2}
+DEFAULT_SLOTS = {"asr": 1, "llm": 1, "tts": 2, "eou": 1}
 STOP_TIMEOUT_S = 1.0
 SEEN_REQUESTS = 4096
 
@@ -185,6 +185,8 @@ class InferenceWorker:
                 await self._asr(reply, request_id, payload)
             elif kind == "llm":
                 done["queue_ms"] = await self._llm(reply, request_id, payload)
+            elif kind == "eou":
+                await self._eou(reply, request_id, payload)
             else:
                 await self._tts(reply, request_id, payload)
             self.served[kind] += 1
@@ -224,6 +226,15 @@ class InferenceWorker:
                     "rejected": t.rejected,
                 },
             },
+        )
+
+    async def _eou(self, reply: str, request_id: str, payload: dict[str, Any]) -> None:
+        probability = await self.inference.end_of_turn(
+            str(payload["text"]), str(payload.get("previous_reply", ""))
+        )
+        await self._send(
+            reply,
+            {"type": "inference.score", "request_id": request_id, "probability": probability},
         )
 
     async def _llm(self, reply: str, request_id: str, payload: dict[str, Any]) -> float | None:

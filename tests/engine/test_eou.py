@@ -1,0 +1,59 @@
+"""The end-of-turn score of the real LLM on finished and unfinished transcripts."""
+
+import pytest
+
+from voiceapp.engine.eou import OPENING, chat_prompt
+from voiceapp.engine.inference import InferenceError, LocalInference
+from voiceapp.engine.turns import TurnSettings
+
+THRESHOLD = TurnSettings().eou_threshold
+FINISHED = [
+    "What is the capital of France?",
+    "What time does the store open tomorrow morning?",
+    "Is there parking near the shop?",
+    "I would like to order a birthday cake for Friday.",
+    "Thank you, that was all I needed.",
+]
+UNFINISHED = [
+    "I would like to order.",  # Whisper's full stop where the caller paused
+    "Can you tell me.",
+    "I need to change.",
+    "What is the capital?",
+    "One, two, three.",
+]
+
+
+@pytest.mark.parametrize("text", FINISHED)
+async def test_finished_turns_score_at_or_above_the_threshold(
+    models: LocalInference, text: str
+) -> None:
+    assert await models.end_of_turn(text, "") >= THRESHOLD
+
+
+@pytest.mark.parametrize("text", UNFINISHED)
+async def test_unfinished_turns_score_below_the_threshold(
+    models: LocalInference, text: str
+) -> None:
+    assert await models.end_of_turn(text, "") < THRESHOLD
+
+
+async def test_the_score_reads_the_words_not_the_punctuation(models: LocalInference) -> None:
+    # the same words with and without Whisper's punctuation score the same
+    plain = await models.end_of_turn("i would like to order", "")
+    assert plain == await models.end_of_turn("I would like to order.", "")
+
+
+def test_the_prompt_is_an_open_caller_message_after_the_agents_reply() -> None:
+    prompt = chat_prompt("Can you tell me, please...", "We open at nine.")
+    assert prompt.endswith("<|im_start|>user\ncan you tell me please")
+    assert "<|im_start|>assistant\nWe open at nine.<|im_end|>" in prompt
+    assert OPENING in chat_prompt("hello")
+
+
+async def test_without_a_scorer_the_request_is_a_clear_error(models: LocalInference) -> None:
+    bare = LocalInference(models.asr, models.llm, models.tts)
+    try:
+        with pytest.raises(InferenceError, match="no end-of-turn model"):
+            await bare.end_of_turn("hello", "")
+    finally:
+        bare.close()

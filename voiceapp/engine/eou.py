@@ -1,0 +1,118 @@
+"""End-of-turn probability of a transcript, from the chat LLM already loaded.
+
+The idea is the one of LiveKit's turn detector: format the transcript as the
+caller's message in the model's chat template, leave the message open, and
+read the probability that it ends here. The text is given without punctuation
+(`turns.eou_text`), since Whisper's punctuation is a guess about the same
+thing; so the model ends a finished sentence with its own closing mark, and
+the score is the probability that the next token is the end-of-message token
+(`<|im_end|>` in SmolLM2's ChatML) or a sentence's closing ". ? !". The
+instruct model is not tuned for this, but it ranks well: "what is the capital
+of france" scores ~0.9, "i would like to order" ~1e-4, "one two three four
+five six" ~0.03 (measured numbers in docs/QUALITY.md, "Whole turns").
+
+One forward pass over a few dozen tokens of the 135M model: about 10-30 ms on
+one core. The scorer has its own small llama context, so it never waits for a
+reply being generated, and keeps the KV cache of its fixed prompt head.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .turns import eou_text
+
+IM_START = "<|im_start|>"
+IM_END = "<|im_end|>"
+# SmolLM2's chat template puts this system message first when a chat has none.
+DEFAULT_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
+# The last words of a turn are what decide it; fewer tokens keep the pass short.
+MAX_WORDS = 12
+MAX_PREVIOUS_CHARS = 200
+# Before the agent has said anything, the caller answers a phone call.
+OPENING = "Hello, how can I help you?"
+
+
+@dataclass(frozen=True, slots=True)
+class EndOfTurnSettings:
+    model_path: str
+    context_tokens: int = 512
+    threads: int = 1
+
+
+def chat_prompt(text: str, previous_reply: str = "") -> str:
+    """The open caller message after the agent's last reply (ChatML, no closing token)."""
+    reply = (previous_reply or OPENING)[-MAX_PREVIOUS_CHARS:]
+    words = " ".join(eou_text(text).split()[-MAX_WORDS:])
+    return (
+        f"{IM_START}system\n{DEFAULT_SYSTEM}{IM_END}\n"
+        f"{IM_START}assistant\n{reply}{IM_END}\n{IM_START}user\n{words}"
+    )
+
+
+class EndOfTurnScorer:
+    """P(end of message | transcript so far) from a llama.cpp chat model. Thread-safe."""
+
+    def __init__(self, settings: EndOfTurnSettings) -> None:
+        from llama_cpp import Llama
+
+        self.settings = settings
+        self._llama: Any = Llama(
+            model_path=settings.model_path,
+            n_ctx=settings.context_tokens,
+            n_threads=settings.threads,
+            n_threads_batch=settings.threads,
+            n_batch=settings.context_tokens,
+            verbose=False,
+        )
+        ids = self._llama.tokenize(IM_END.encode(), add_bos=False, special=True)
+        if len(ids) != 1:
+            raise ValueError(f"{settings.model_path}: no single {IM_END} token in its vocabulary")
+        self._vocab = int(self._llama.n_vocab())
+        closing = {b".", b"?", b"!"}
+        self._end_ids = np.array(
+            [int(ids[0])]
+            + [i for i in range(self._vocab) if self._llama.detokenize([i]).strip() in closing]
+        )
+        self._lock = threading.Lock()
+        # Freed before interpreter shutdown tears down what llama.cpp's finalizer needs.
+        atexit.register(self.close)
+
+    def close(self) -> None:
+        self._llama.close()
+
+    def probability(self, text: str, previous_reply: str = "") -> float:
+        """Probability that the caller's message (or its sentence) ends after `text`."""
+        import llama_cpp
+
+        llama = self._llama
+        tokens = llama.tokenize(
+            chat_prompt(text, previous_reply).encode(), add_bos=False, special=True
+        )
+        if len(tokens) >= self.settings.context_tokens:
+            tokens = tokens[-(self.settings.context_tokens - 1) :]
+        with self._lock:
+            # Reuse the KV cache of the prefix this context evaluated last (the system
+            # message, the agent's reply); at least the last token is evaluated again.
+            cached = llama.input_ids[: llama.n_tokens].tolist()
+            keep = 0
+            for a, b in zip(cached, tokens[:-1], strict=False):
+                if a != b:
+                    break
+                keep += 1
+            llama.n_tokens = keep
+            llama.eval(tokens[keep:])
+            # The last token's logits (llama-cpp-python keeps them only with logits_all).
+            row = llama_cpp.llama_get_logits_ith(llama.ctx, -1)
+            logits = np.ctypeslib.as_array(row, shape=(self._vocab,)).astype(np.float64)
+        logits -= logits.max()
+        weights = np.exp(logits)
+        return float(weights[self._end_ids].sum() / weights.sum())
+
+    def warm_up(self) -> None:
+        self.probability("hello")

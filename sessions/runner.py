@@ -195,8 +195,9 @@ async def start_realtime_session(
             call_id=call_id, org_id=grant.org_id, persona_id=persona.pk, generation=generation
         )
         await recorder.alive(history)
-        inference = route_llm(await get_inference(), await db(persona_endpoint_llm)(persona))
-        config = call_config_from_persona(persona)
+        endpoint_llm = await db(persona_endpoint_llm)(persona)
+        inference = route_llm(await get_inference(), endpoint_llm)
+        config = call_config_from_persona(persona, own_llm=endpoint_llm is not None)
         call = VoiceCall(config, inference, await asyncio.to_thread(vad_model))
         for message in history:
             call.add_message(message["role"], message["content"])

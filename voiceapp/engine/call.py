@@ -97,7 +97,9 @@ class CallConfig:
     # the reply guard (loops, language, invented numbers, sentence cap). False gives
     # the plain prompt of earlier versions: the baseline of the quality benchmark.
     grounding: bool = True
-    # A caller turn that a fact answers clearly gets the fact as written, without the LLM.
+    # A caller turn that facts answer gets them as written, without the LLM: a small
+    # model (the embedded default) rephrases facts wrongly too often. Off for a
+    # persona's own (larger) LLM endpoint, which phrases the retrieved facts itself.
     direct_answers: bool = True
     max_sentences: int = 3
     decline_text: str = DEFAULT_DECLINE
@@ -286,7 +288,7 @@ class VoiceCall:
             reply_hint=config.reply_hint,
             language=config.language,
             derive_facts=config.grounding,
-            direct_min_score=0.75 if config.grounding and config.direct_answers else None,
+            direct_min_score=0.0 if config.grounding and config.direct_answers else None,
         )
 
     def create_response(

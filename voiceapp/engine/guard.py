@@ -30,11 +30,12 @@ _FUNCTION_WORDS: dict[str, frozenset[str]] = {
     ),
     "fr": frozenset(
         "le la les est et vous nous je un une des du de pour dans pas que qui sur avec "
-        "sont être avez c'est il elle ce".split()
+        "sont être avez c'est il elle ce en moi toi votre vos notre nos au aux ou mais "
+        "très oui non merci bonjour comment suis sommes êtes s'il plaît peut voulez".split()
     ),
     "es": frozenset(
-        "el la los las es y usted nosotros yo un una de del para en no que con por se "
-        "está son".split()
+        "el la los las es y usted nosotros yo un una de del para en que con por se "
+        "está son hola gracias muy pero su sus nuestro puede tiene hay".split()
     ),
     "de": frozenset(
         "der die das ist und sie wir ich ein eine nicht zu mit für auf den dem ist sind "

@@ -128,11 +128,16 @@ async def stop_embedded() -> None:
         await asyncio.gather(entry[1], return_exceptions=True)
 
 
-def call_config_from_persona(persona: Persona, *, output_sample_rate: int = 24000) -> CallConfig:
+def call_config_from_persona(
+    persona: Persona, *, output_sample_rate: int = 24000, own_llm: bool = False
+) -> CallConfig:
     """The engine's plain configuration for a call with `persona`.
 
     Reads the persona's facts: in async code, load the persona with
-    `persona_get_for_call` (facts prefetched), or this queries the database."""
+    `persona_get_for_call` (facts prefetched), or this queries the database.
+    `own_llm`: the call's LLM turns go to the organization's own endpoint; a larger
+    model phrases the retrieved facts itself, while the small embedded one speaks
+    them as written (`CallConfig.direct_answers`)."""
     voice = persona.voice
     eot = int(persona.end_of_turn_silence_ms)
     return CallConfig(
@@ -155,6 +160,7 @@ def call_config_from_persona(persona: Persona, *, output_sample_rate: int = 2400
         ),
         interruptions_enabled=bool(persona.interruptions_enabled),
         output_sample_rate=output_sample_rate,
+        direct_answers=not own_llm,
     )
 
 

@@ -231,11 +231,29 @@ class KnowledgeBase:
             return 0.5 * weight  # a number in a question is often the caller's guess
         return weight
 
+    def _join_compounds(self, words: list[str]) -> list[str]:
+        """Join word pairs the facts write as one ("sour dough" -> "sourdough").
+
+        Whisper often splits compounds; a pair is joined only when the facts hold it.
+        """
+        out: list[str] = []
+        i = 0
+        while i < len(words):
+            if i + 1 < len(words):
+                joined = _stem(words[i] + words[i + 1])
+                if joined in self._idf and not joined.startswith("@"):
+                    out.append(joined)
+                    i += 2
+                    continue
+            out.append(words[i])
+            i += 1
+        return out
+
     def retrieve(self, utterance: str) -> list[Match]:
         """The facts that answer `utterance`, best first (empty when none does)."""
         if not self.facts:
             return []
-        words = terms(utterance)
+        words = self._join_compounds(terms(utterance))
         topics = _question_topics(utterance, words)
         # A topic word ("open", "price") stands for its topic; other words for themselves.
         query: dict[str, float] = {}

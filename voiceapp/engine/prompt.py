@@ -84,9 +84,9 @@ def facts_from_instructions(instructions: str) -> list[Fact]:
 class Turn:
     """What is sent for one caller turn, which facts it carried, and a direct answer.
 
-    `direct` is set when one fact (or several, equally) answers the words
-    clearly: the business's own answer is then spoken as it was written, at
-    once and without the LLM, which a small model cannot beat on facts.
+    `direct` holds the best retrieved facts (ties included): the business's own
+    answer, spoken as it was written, at once and without the LLM, which a
+    small model cannot beat on facts.
     """
 
     content: str
@@ -118,9 +118,10 @@ class PromptBuilder:
         reply_hint: str = DEFAULT_REPLY_HINT,
         language: str = "en",
         derive_facts: bool = True,
-        direct_min_score: float | None = 0.75,
+        direct_min_score: float | None = 0.0,
     ) -> None:
-        """`direct_min_score`: facts scoring this much are spoken as written (None: never)."""
+        """`direct_min_score`: the best retrieved facts, when they score at least this
+        (above the retriever's own minimum), are spoken as written; None: never."""
         self.direct_min_score = direct_min_score
         self.instructions = instructions
         self.reply_hint = reply_hint

@@ -1,0 +1,109 @@
+"""The prompt a call sends its LLM: facts next to the question, for small models."""
+
+from __future__ import annotations
+
+from bench.bakery import FACTS, INSTRUCTIONS
+from voiceapp.engine.knowledge import Fact
+from voiceapp.engine.prompt import (
+    GROUNDING_RULE,
+    PromptBuilder,
+    facts_from_instructions,
+    is_question,
+)
+
+
+def bakery(**kwargs: object) -> PromptBuilder:
+    return PromptBuilder(instructions=INSTRUCTIONS, facts=FACTS, **kwargs)  # type: ignore[arg-type]
+
+
+def test_a_grounded_prompt_has_the_rule_the_examples_and_the_history() -> None:
+    builder = bakery()
+    history = [{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}]
+
+    messages = builder.messages(history)
+
+    assert messages[0]["role"] == "system"
+    assert INSTRUCTIONS in messages[0]["content"]
+    assert GROUNDING_RULE in messages[0]["content"]
+    assert messages[0]["content"].endswith("Always answer in English.")
+    # two worked examples (question with its fact, answer), then the call's history
+    assert [m["role"] for m in messages[1:5]] == ["user", "assistant", "user", "assistant"]
+    assert messages[5:] == history
+
+
+def test_the_retrieved_fact_goes_next_to_the_question() -> None:
+    turn = bakery().turn("What time do you open on Saturday?")
+
+    assert turn.content == (
+        "Facts: On Saturday we open at 8 am and close at 2 pm. We are closed on Sundays.\n"
+        "Caller: What time do you open on Saturday?"
+    )
+    assert turn.direct == "On Saturday we open at 8 am and close at 2 pm. We are closed on Sundays."
+
+
+def test_facts_tied_for_best_are_all_spoken() -> None:
+    turn = bakery().turn("What are your opening hours?")
+
+    assert turn.direct is not None
+    assert "Monday to Friday" in turn.direct
+    assert "On Saturday" in turn.direct
+
+
+def test_no_direct_answers_when_switched_off() -> None:
+    turn = bakery(direct_min_score=None).turn("What time do you open on Saturday?")
+
+    assert turn.direct is None
+    assert "8 am" in turn.content
+
+
+def test_an_unanswerable_question_says_no_fact_answers_it() -> None:
+    turn = bakery().turn("Do you have wifi?")
+
+    assert turn.content == "Facts: none that answer this.\nCaller: Do you have wifi?"
+    assert turn.direct is None
+
+
+def test_small_talk_carries_no_facts_line() -> None:
+    assert bakery().turn("Thanks, that's all.").content == "Caller: Thanks, that's all."
+
+
+def test_a_persona_without_knowledge_gets_the_plain_prompt() -> None:
+    builder = PromptBuilder(instructions="You are a helpful assistant.")
+
+    assert not builder.grounded
+    assert builder.examples() == []
+    assert builder.turn("What is the capital of France?").content == (
+        "What is the capital of France?"
+    )
+    assert GROUNDING_RULE not in builder.system()
+
+
+def test_facts_written_into_the_instructions_are_retrieved_too() -> None:
+    instructions = (
+        "You are the assistant of Kim's Garage. Be polite.\n"
+        "- We are open Monday to Saturday from 8 am to 5 pm.\n"
+        "- An oil change costs 49 dollars."
+    )
+    builder = PromptBuilder(instructions=instructions)
+
+    assert builder.grounded
+    assert "49 dollars" in (builder.turn("How much is an oil change?").direct or "")
+    assert facts_from_instructions(instructions) == [
+        Fact("We are open Monday to Saturday from 8 am to 5 pm."),
+        Fact("An oil change costs 49 dollars."),
+    ]
+
+
+def test_another_language_is_pinned_in_the_system_prompt_and_the_turn() -> None:
+    builder = PromptBuilder(instructions="Du bist ein Assistent.", facts=FACTS, language="de")
+
+    assert builder.system().endswith("Always answer in German.")
+    assert builder.turn("Do you have wifi?").content.endswith("Answer in German.")
+
+
+def test_questions_are_told_from_statements() -> None:
+    assert is_question("do you deliver")
+    assert is_question("So, what time do you close?")
+    assert is_question("Okay.  Is there parking?")
+    assert not is_question("Thanks, goodbye.")
+    assert not is_question("I would like to order a cake")

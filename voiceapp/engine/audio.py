@@ -119,7 +119,7 @@ def read_audio_file(path: str | Path) -> tuple[np.ndarray, int]:
     except OSError:
         raise
     except av.FFmpegError as exc:
-        raise AudioFormatError(f"{path}: not a readable audio file ({exc})") from exc
+        raise AudioFormatError(f"{path}: not a readable audio file ({exc.strerror})") from exc
     check_rate(rate)
     samples = np.concatenate(planes) if planes else np.zeros(0, dtype=np.float32)
     return to_mono_float(samples), rate

@@ -272,8 +272,8 @@ class Command(BaseCommand):
             audio, rate = read_audio_file(path)
         except OSError as exc:
             raise CommandError(f"cannot read {path}: {exc.strerror or exc}") from exc
-        except AudioFormatError as exc:
-            raise CommandError(f"cannot read {path}: {exc}") from exc
+        except AudioFormatError as exc:  # it names the file
+            raise CommandError(f"cannot read {exc}") from exc
         if audio.size == 0:
             raise CommandError(f"{path} holds no audio")
         result = asyncio.run(

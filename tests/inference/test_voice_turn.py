@@ -9,10 +9,12 @@ from typing import Any
 import pytest
 from django.core.management import CommandError, call_command
 
-from tests.engine.conftest import Clip, words
+from tests.engine.conftest import Clip, espeak_clip, words
 from tests.support.audio_files import dithered_silence, sox_wav
-from voiceapp.engine.audio import read_wav, resample, write_wav
+from voiceapp.engine.audio import VAD_RATE, read_wav, resample, write_wav
 from voiceapp.engine.inference import LocalInference
+from voiceapp.engine.turns import TurnSettings
+from voiceapp.engine.vad import CHUNK_MS, SileroModel, StreamingVAD
 from voiceapp.inference import runtime
 from voiceapp.personas.models import Persona
 from voiceapp.personas.services import persona_update
@@ -55,6 +57,16 @@ def voice_turn(persona: Persona, question: Path, reply: Path, **options: Any) ->
     )
     result: dict[str, Any] = json.loads(out.getvalue())
     return result
+
+
+def voiced_ms(vad_model: SileroModel, clip: Clip, threshold: float) -> int:
+    """The longest run of audio the VAD scores as speech, in ms."""
+    probs = StreamingVAD(vad_model).process(clip.at(VAD_RATE))
+    longest = run = 0
+    for prob in probs:
+        run = run + 1 if prob >= threshold else 0
+        longest = max(longest, run)
+    return longest * CHUNK_MS
 
 
 def heard(models: LocalInference, path: Path) -> str:
@@ -128,20 +140,26 @@ def test_a_long_reply_is_written_whole(
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("sound", ["silence", "noise"])
+@pytest.mark.parametrize("sound", ["silence", "noise", "hum"])
 def test_non_speech_is_no_turn_and_no_reply(
     embedded: None,
     assistant: Persona,
     clips: dict[str, Clip],
+    vad_model: SileroModel,
     tmp_path: Path,
     sound: str,
 ) -> None:
-    # given a recording of quiet or of noise, with nobody speaking
-    question = tmp_path / f"{sound}.wav"
+    # given a recording with no words in it: quiet, noise, or a hum the VAD takes for
+    # speech (so the call transcribes it, and the ASR has to find no words)
+    question = tmp_path / "question.wav"
     if sound == "silence":
         write_wav(question, dithered_silence(3.0, 16000), 16000)
-    else:
+    elif sound == "noise":
         write_wav(question, clips["pink"].samples, clips["pink"].rate)
+    else:
+        hum = espeak_clip("hmm, mmm, hmm", tmp_path, "hum")
+        assert voiced_ms(vad_model, hum, assistant.vad_threshold) >= TurnSettings().min_speech_ms
+        write_wav(question, hum.samples, hum.rate)
     reply = tmp_path / "reply.wav"
     # when the command runs, it succeeds
     result = voice_turn(assistant, question, reply)

@@ -182,6 +182,9 @@ def test_unreadable_input_is_a_clear_error(assistant: Persona, tmp_path: Path) -
         with pytest.raises(CommandError, match=f"cannot read {path}"):
             voice_turn(assistant, path, tmp_path / "reply.wav")
     assert not (tmp_path / "reply.wav").exists()
+    # and a reply that could not be written is found out before the models run
+    with pytest.raises(CommandError, match="cannot write"):
+        voice_turn(assistant, text, tmp_path / "missing" / "reply.wav")
 
 
 @pytest.mark.django_db

@@ -6,6 +6,7 @@ import asyncio
 import json
 import time
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -265,6 +266,9 @@ class Command(BaseCommand):
             raise CommandError(f"--rate: {exc}") from exc
         if options["timeout"] <= 0:
             raise CommandError("--timeout must be a positive number of seconds")
+        out_dir = Path(options["out"]).resolve().parent
+        if not out_dir.is_dir():  # found out now, not after the models have run
+            raise CommandError(f"cannot write {options['out']}: no folder {out_dir}")
         persona = _find_persona(options["persona"], options.get("org"))
         config = call_config_from_persona(persona, output_sample_rate=options["rate"])
         path = options["input"]
@@ -287,7 +291,10 @@ class Command(BaseCommand):
         )
         answered = result.error is None and result.status == "completed"
         if answered:
-            write_wav(options["out"], result.reply_audio(), options["rate"])
+            try:
+                write_wav(options["out"], result.reply_audio(), options["rate"])
+            except OSError as exc:
+                raise CommandError(f"cannot write {options['out']}: {exc.strerror or exc}") from exc
         self.stdout.write(json.dumps(result.as_json(options["rate"]), indent=2))
         if result.turn is None and result.error is None and result.status is None:
             return  # nothing to answer: no reply is written, and that is not an error

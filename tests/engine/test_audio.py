@@ -1,12 +1,16 @@
+from pathlib import Path
+
 import numpy as np
 import pytest
 
+from tests.support.audio_files import sox_wav
 from voiceapp.engine.audio import (
     AudioFormatError,
     StreamResampler,
     check_rate,
     float_to_pcm16,
     pcm16_to_float,
+    read_audio_file,
     resample,
     to_mono_float,
 )
@@ -92,3 +96,56 @@ def test_clipped_and_integer_audio_is_normalised() -> None:
     # then both land in [-1, 1]
     assert to_mono_float(clipped).tolist() == [1.0, -1.0, 0.5]
     assert np.allclose(to_mono_float(ints), [1.0, -1.0, 0.0], atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("encoding", "bits", "channels", "rate"),
+    [
+        ("floating-point", 32, 1, 44100),
+        ("floating-point", 32, 2, 48000),
+        ("floating-point", 64, 1, 16000),
+        ("signed-integer", 24, 2, 48000),
+        ("signed-integer", 32, 1, 22050),
+        ("signed-integer", 16, 6, 32000),
+        ("unsigned-integer", 8, 1, 8000),
+    ],
+)
+def test_read_audio_file_decodes_any_wav(
+    tmp_path: Path, encoding: str, bits: int, channels: int, rate: int
+) -> None:
+    # given a tone saved by sox as a WAV of this sample format, channel count and rate
+    source = tone(440, 16000, 0.5)
+    path = sox_wav(
+        tmp_path / "tone.wav",
+        source,
+        16000,
+        out_rate=rate,
+        encoding=encoding,
+        bits=bits,
+        channels=channels,
+    )
+    # when it is read
+    samples, got_rate = read_audio_file(path)
+    # then it is the same signal at its own rate, its channels averaged
+    # (sox_wav puts the first channel at full level, the others at half)
+    level = (1 + 0.5 * (channels - 1)) / channels
+    expected = resample(source, 16000, rate) * level
+    assert got_rate == rate and samples.dtype == np.float32
+    assert len(samples) == len(expected)
+    lsb = 2.0 ** (1 - min(bits, 16))  # the source is 16-bit; 8-bit is coarser still
+    assert np.max(np.abs(samples - expected)) < 3 * lsb
+
+
+def test_read_audio_file_rejects_what_is_not_audio(tmp_path: Path) -> None:
+    # given a text file named .wav and an empty file
+    text = tmp_path / "notes.wav"
+    text.write_text("these are notes, not a recording\n" * 20)
+    empty = tmp_path / "empty.wav"
+    empty.write_bytes(b"")
+    # then each is a clear error naming the file, not a crash
+    for path in (text, empty):
+        with pytest.raises(AudioFormatError, match=str(path)):
+            read_audio_file(path)
+    # and a missing file is the usual OSError
+    with pytest.raises(FileNotFoundError):
+        read_audio_file(tmp_path / "missing.wav")

@@ -73,7 +73,9 @@ async def test_a_spoken_question_is_answered_from_the_facts(new_call: MakeCall) 
     assert any(isinstance(f, TTSAudio) for f in frames)
 
 
-@pytest.mark.parametrize("question", ["What is your fax number?", "How many employees do you have?"])
+@pytest.mark.parametrize(
+    "question", ["What is your fax number?", "How many employees do you have?"]
+)
 async def test_a_question_no_fact_answers_is_declined_without_numbers(
     new_call: MakeCall, question: str
 ) -> None:
@@ -110,9 +112,7 @@ async def test_a_reply_in_another_language_is_not_spoken(new_call: MakeCall) -> 
 async def test_a_looping_reply_is_cut_short(new_call: MakeCall) -> None:
     # Without a repetition penalty the model repeats the caller's loop.
     config = fast_config(instructions="You are a helpful assistant.", speak=False)
-    call = new_call(
-        replace(config, llm=replace(config.llm, repeat_penalty=1.0, max_tokens=120))
-    )
+    call = new_call(replace(config, llm=replace(config.llm, repeat_penalty=1.0, max_tokens=120)))
 
     result, _ = await ask_text(call, "Repeat after me: no, no, no, no, no, no, no, no, no, no.")
 

@@ -1,4 +1,4 @@
-"""PCM16 helpers, validation and resampling (soxr)."""
+"""PCM16 helpers, validation, resampling (soxr) and reading audio files (PyAV)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import io
 import wave
 from pathlib import Path
 
+import av
 import numpy as np
 import soxr
 
@@ -91,6 +92,37 @@ def read_wav(path: str | Path) -> tuple[np.ndarray, int]:
         rate = check_rate(wav.getframerate())
         data = wav.readframes(wav.getnframes())
         return pcm16_to_float(data, wav.getnchannels()), rate
+
+
+def read_audio_file(path: str | Path) -> tuple[np.ndarray, int]:
+    """Decode an audio file as float32 mono and its rate.
+
+    Any WAV (8/16/24/32-bit integer or 32/64-bit float samples, any channel
+    count) and whatever else FFmpeg decodes: FLAC, MP3, Ogg, ... Channels are
+    averaged. Raises OSError when the file cannot be opened and AudioFormatError
+    when it holds no decodable audio.
+    """
+    try:
+        with av.open(str(path)) as container:
+            if not container.streams.audio:
+                raise AudioFormatError(f"{path}: no audio stream")
+            stream = container.streams.audio[0]
+            rate = stream.rate
+            # Planar float at the stream's own rate and layout: only the sample type changes.
+            to_float = av.AudioResampler(format="fltp", layout=stream.layout, rate=rate)
+            planes: list[np.ndarray] = []
+            for frame in container.decode(stream):
+                for converted in to_float.resample(frame):
+                    planes.append(converted.to_ndarray().mean(axis=0, dtype=np.float32))
+            for converted in to_float.resample(None):
+                planes.append(converted.to_ndarray().mean(axis=0, dtype=np.float32))
+    except OSError:
+        raise
+    except av.FFmpegError as exc:
+        raise AudioFormatError(f"{path}: not a readable audio file ({exc.strerror})") from exc
+    check_rate(rate)
+    samples = np.concatenate(planes) if planes else np.zeros(0, dtype=np.float32)
+    return to_mono_float(samples), rate
 
 
 def write_wav(path: str | Path | io.BytesIO, samples: np.ndarray, sample_rate: int) -> None:

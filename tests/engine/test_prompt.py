@@ -107,3 +107,12 @@ def test_questions_are_told_from_statements() -> None:
     assert is_question("Okay.  Is there parking?")
     assert not is_question("Thanks, goodbye.")
     assert not is_question("I would like to order a cake")
+
+
+def test_sentences_addressed_to_the_agent_are_not_facts() -> None:
+    instructions = (
+        "You are the phone assistant of Kim's Garage. Always be polite on the phone.\n"
+        "Our phone number is 555-0199."
+    )
+
+    assert facts_from_instructions(instructions) == [Fact("Our phone number is 555-0199.")]

@@ -117,6 +117,7 @@ class ReplyGuard:
         self.settings = settings
         self.allowed_numbers = allowed_numbers or set()
         self._spoken: list[str] = []
+        self._spoken_text: list[str] = []
         self._spoken_words: list[str] = []
         self._sentences = 0
         self.reason = ""  # set once the guard has cut the reply
@@ -136,13 +137,16 @@ class ReplyGuard:
             if text and text[-1] not in ".!?":
                 text += "."
             return self._stop(text, "loop")
-        if s.language and _foreign(clause, s.language.split("-")[0].lower()):
+        # Judged on the reply so far: a short clause alone says little about its language.
+        said = " ".join([*self._spoken_text, clause])
+        if s.language and _foreign(said, s.language.split("-")[0].lower()):
             return self._stop("", "language")
         if s.check_numbers:
             invented = numbers_in(clause) - self.allowed_numbers
             if invented:
                 return self._stop(s.decline, "invented_number")
         self._spoken.append(norm)
+        self._spoken_text.append(clause)
         self._spoken_words = joined
         self._sentences += len(re.findall(r"[.!?](\s|$)", clause))
         if self._sentences >= s.max_sentences:

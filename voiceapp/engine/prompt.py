@@ -60,6 +60,13 @@ _FACT_SHAPE = re.compile(
 )
 
 
+_ADDRESSED_TO_AGENT = re.compile(
+    r"^(you|you're|your|be|do|don't|never|always|answer|speak|keep|act|behave|help|"
+    r"respond|reply|use|avoid|if)\b",
+    re.I,
+)
+
+
 def language_name(code: str) -> str | None:
     return LANGUAGE_NAMES.get(code.split("-")[0].lower())
 
@@ -75,6 +82,8 @@ def facts_from_instructions(instructions: str) -> list[Fact]:
         line = line.strip(" -*\t")
         for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9])", line):
             sentence = sentence.strip()
+            if _ADDRESSED_TO_AGENT.match(sentence):
+                continue  # "You are the assistant of ...": how to behave, not a fact
             if 3 <= len(sentence.split()) <= 60 and _FACT_SHAPE.search(sentence):
                 facts.append(Fact(answer=sentence))
     return facts

@@ -5,6 +5,7 @@ from __future__ import annotations
 from bench.bakery import FACTS, INSTRUCTIONS
 from voiceapp.engine.knowledge import Fact
 from voiceapp.engine.prompt import (
+    DEFAULT_DECLINE,
     GROUNDING_RULE,
     PromptBuilder,
     facts_from_instructions,
@@ -60,7 +61,13 @@ def test_an_unanswerable_question_says_no_fact_answers_it() -> None:
     turn = bakery().turn("Do you have wifi?")
 
     assert turn.content == "Facts: none that answer this.\nCaller: Do you have wifi?"
-    assert turn.direct is None
+    assert turn.direct == DEFAULT_DECLINE  # said as written by the small model
+    assert bakery(direct_min_score=None).turn("Do you have wifi?").direct is None
+
+
+def test_questions_about_the_call_itself_go_to_the_llm() -> None:
+    for question in ("Can you hear me?", "How are you?", "What's your name?", "Are you a robot?"):
+        assert bakery().turn(question).direct is None, question
 
 
 def test_small_talk_carries_no_facts_line() -> None:

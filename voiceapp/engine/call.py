@@ -289,6 +289,7 @@ class VoiceCall:
             language=config.language,
             derive_facts=config.grounding,
             direct_min_score=0.0 if config.grounding and config.direct_answers else None,
+            decline=config.decline_text,
         )
 
     def create_response(

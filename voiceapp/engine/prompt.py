@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .knowledge import Fact, KnowledgeBase, Match
+from .knowledge import Fact, KnowledgeBase, Match, terms
 from .llm import Message
 
 LANGUAGE_NAMES = {
@@ -111,6 +111,16 @@ _QUESTION_START = re.compile(
 )
 
 
+# Words of questions about the call itself, not about the business: the LLM answers
+# these ("Can you hear me?", "What's your name?", "Are you a robot?").
+_CALL_WORDS = frozenset(
+    terms(
+        "hear understand repeat again talking speaking speak name real human person robot "
+        "bot ai machine doing fine day there busy wait still line call"
+    )
+)
+
+
 def is_question(text: str) -> bool:
     """Whether the caller's words ask for something (Whisper marks most with "?")."""
     return text.rstrip().endswith("?") or bool(_QUESTION_START.search(text))
@@ -128,11 +138,14 @@ class PromptBuilder:
         language: str = "en",
         derive_facts: bool = True,
         direct_min_score: float | None = 0.0,
+        decline: str = DEFAULT_DECLINE,
     ) -> None:
         """`direct_min_score`: the best retrieved facts, when they score at least this
         (above the retriever's own minimum), are spoken as written; None: never."""
         self.direct_min_score = direct_min_score
+        self.decline = decline
         self.instructions = instructions
+        self._background = set(terms(instructions))
         self.reply_hint = reply_hint
         self.language = language
         derived = facts_from_instructions(instructions) if derive_facts else []
@@ -175,7 +188,16 @@ class PromptBuilder:
                 direct = " ".join(m.fact.answer.strip() for m in chosen)
         if facts is None and not is_question(text):
             return Turn(self._content(text, None, chat=True), matches)
+        if facts is None and self.direct_min_score is not None and self._asks_about(text):
+            # Asked about something no fact covers: decline as written. Late in a call
+            # the small model follows its own earlier answers ("We do not sell X.")
+            # rather than the rule, and invents a negative.
+            direct = self.decline
         return Turn(self._content(text, facts), matches, direct)
+
+    def _asks_about(self, text: str) -> bool:
+        """Whether a question names something (not only the call or the business)."""
+        return bool(set(terms(text)) - self._background - _CALL_WORDS)
 
     def _content(self, text: str, facts: str | None, *, chat: bool = False) -> str:
         name = language_name(self.language)

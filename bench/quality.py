@@ -3,7 +3,8 @@
     .venv/bin/python -m bench.quality             # or: ./dev bench quality
     .venv/bin/python -m bench.quality --repeat 1 --passes grounded
 
-Rosie's Bakery (bench/bakery.py) is asked every question of its set, each in a
+Rosie's Bakery (bench/bakery.py; `--persona garage`: Kim's Garage, held out from
+the retriever's tuning) is asked every question of its set, each in a
 fresh call, as typed caller turns answered by the engine's `VoiceCall` in
 text-only mode (the same prompt, retrieval and guard as a voice call; no audio).
 Passes, in the same run on the same model:
@@ -14,8 +15,11 @@ Passes, in the same run on the same model:
   state facts and the guard;
 - `grounded`: the facts as structured persona knowledge.
 Then one long call per pass (every question in turn) for language drift, loops
-and the LLM's first-token time on a growing history. Writes
-bench/results/quality-<time>.json and quality-latest.json.
+and declines late in a call. Last, the LLM's first-token time on a growing
+history, where every turn goes to the LLM: the plain prompt against the grounded
+one (facts next to each question, direct answers off), calls interleaved turn by
+turn so both see the same machine. Writes bench/results/quality-<time>.json and
+quality-latest.json.
 """
 
 from __future__ import annotations
@@ -37,16 +41,19 @@ from voiceapp.engine.llm import LLMOptions
 from voiceapp.engine.models import ModelSettings, default_voice, load_inference
 from voiceapp.engine.vad import SileroModel
 
-from .bakery import ANSWERABLE, FACTS, INSTRUCTIONS, UNANSWERABLE, Question, declined, grounded
+from . import bakery, garage
+from .bakery import Question, declined, grounded
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 PASSES = ("baseline", "instructions", "grounded")
+PERSONAS = {"bakery": bakery, "garage": garage}  # garage: held out from tuning
+persona = bakery
 
 
 def instructions_with_facts() -> str:
-    lines = "\n".join(f"- {f.answer}" for f in FACTS)
-    return f"{INSTRUCTIONS}\n\nFacts about the bakery:\n{lines}"
+    lines = "\n".join(f"- {f.answer}" for f in persona.FACTS)
+    return f"{persona.INSTRUCTIONS}\n\nFacts:\n{lines}"
 
 
 def pass_config(name: str, *, temperature: float, max_tokens: int) -> CallConfig:
@@ -66,7 +73,7 @@ def pass_config(name: str, *, temperature: float, max_tokens: int) -> CallConfig
         )
     if name == "instructions":
         return replace(base, instructions=instructions_with_facts())
-    return replace(base, instructions=INSTRUCTIONS, facts=FACTS)
+    return replace(base, instructions=persona.INSTRUCTIONS, facts=persona.FACTS)
 
 
 @dataclass
@@ -147,7 +154,7 @@ async def run_pass(
 ) -> PassResult:
     config = pass_config(name, temperature=args.temperature, max_tokens=args.max_tokens)
     result = PassResult(name)
-    questions = [*ANSWERABLE, *UNANSWERABLE]
+    questions = [*persona.ANSWERABLE, *persona.UNANSWERABLE]
     for _ in range(args.repeat):
         for question in questions:
             call = VoiceCall(config, models, vad)
@@ -164,6 +171,35 @@ async def run_pass(
     return result
 
 
+async def first_token_ab(
+    models: LocalInference, vad: SileroModel, args: argparse.Namespace
+) -> dict[str, Any]:
+    """First-token ms, plain vs grounded prompt, two calls taking turns on the same model."""
+    configs = {
+        "plain": pass_config("baseline", temperature=0.0, max_tokens=24),
+        "grounded": replace(
+            pass_config("grounded", temperature=0.0, max_tokens=24), direct_answers=False
+        ),
+    }
+    calls = {name: VoiceCall(config, models, vad) for name, config in configs.items()}
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    try:
+        for question in [*persona.ANSWERABLE, *persona.UNANSWERABLE][: args.latency_turns]:
+            for name, call in calls.items():
+                answer = await ask(call, question)
+                if answer.first_token_ms is not None:
+                    times[name].append(answer.first_token_ms)
+    finally:
+        for call in calls.values():
+            await call.close()
+    out: dict[str, Any] = {n: {"p50_ms": _p(t, 50), "p95_ms": _p(t, 95)} for n, t in times.items()}
+    plain, grounded_p50 = out["plain"]["p50_ms"], out["grounded"]["p50_ms"]
+    if plain is not None and grounded_p50 is not None:
+        out["p50_difference_ms"] = round(grounded_p50 - plain, 1)
+    out["turns"] = times
+    return out
+
+
 def print_table(results: list[PassResult]) -> None:
     keys = list(results[0].summary())
     print(f"\n{'':36}" + "".join(f"{r.name:>14}" for r in results))
@@ -173,6 +209,8 @@ def print_table(results: list[PassResult]) -> None:
 
 
 async def main_async(args: argparse.Namespace) -> None:
+    global persona
+    persona = PERSONAS[args.persona]
     started = time.monotonic()
     models = load_inference(ModelSettings())
     vad = SileroModel()
@@ -187,11 +225,23 @@ async def main_async(args: argparse.Namespace) -> None:
             if not a.ok and args.verbose:
                 print(f"   miss [{'A' if a.answerable else 'U'}] {a.question!r} -> {a.reply!r}")
     print_table(results)
+    latency = await first_token_ab(models, vad, args) if args.latency_turns else {}
+    if latency:
+        print(
+            f"\nLLM first token over {args.latency_turns} turns of one call (p50 / p95 ms): "
+            f"plain prompt {latency['plain']['p50_ms']} / {latency['plain']['p95_ms']}, "
+            f"grounded prompt {latency['grounded']['p50_ms']} / {latency['grounded']['p95_ms']}, "
+            f"difference of the p50s {latency.get('p50_difference_ms')}"
+        )
     RESULTS.mkdir(parents=True, exist_ok=True)
     report = {
         "when": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "settings": vars(args),
-        "questions": {"answerable": len(ANSWERABLE), "unanswerable": len(UNANSWERABLE)},
+        "persona": args.persona,
+        "questions": {
+            "answerable": len(persona.ANSWERABLE),
+            "unanswerable": len(persona.UNANSWERABLE),
+        },
         "passes": {
             r.name: {
                 "summary": r.summary(),
@@ -200,19 +250,25 @@ async def main_async(args: argparse.Namespace) -> None:
             }
             for r in results
         },
+        "first_token": latency,
     }
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    for path in (RESULTS / f"quality-{stamp}.json", RESULTS / "quality-latest.json"):
+    name = f"quality-{args.persona}"
+    for path in (RESULTS / f"{name}-{stamp}.json", RESULTS / f"{name}-latest.json"):
         path.write_text(json.dumps(report, indent=2))
-    print(f"\nwrote {RESULTS / f'quality-{stamp}.json'}")
+    print(f"\nwrote {RESULTS / f'{name}-{stamp}.json'}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--persona", choices=sorted(PERSONAS), default="bakery")
     parser.add_argument("--repeat", type=int, default=2, help="fresh-call rounds per pass")
     parser.add_argument("--passes", nargs="+", choices=PASSES, default=list(PASSES))
     parser.add_argument("--temperature", type=float, default=0.6, help="the persona default")
     parser.add_argument("--max-tokens", type=int, default=120, help="the persona default")
+    parser.add_argument(
+        "--latency-turns", type=int, default=20, help="turns of the first-token A/B (0: skip)"
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="print every miss")
     asyncio.run(main_async(parser.parse_args()))
 

@@ -76,7 +76,8 @@ _TOPIC_WORDS: dict[str, tuple[str, ...]] = {
     "@phone": ("phone", "call", "number", "ring", "reach", "contact", "text"),
     "@email": ("email", "mail", "write"),
 }  # fmt: skip
-_WORD_TOPIC = {w: topic for topic, words in _TOPIC_WORDS.items() for w in words}
+# Keys are stemmed, as `terms` gives them ("time" -> "tim", "where" -> "wher").
+_WORD_TOPIC: dict[str, str] = {}
 
 # The shape of an answer: what a fact's text holds.
 _SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -106,13 +107,13 @@ _SYNONYMS: dict[str, str] = {
     # caller's word -> the word a business tends to write
     "buy": "order", "purchase": "order", "book": "reserv", "booking": "reserv",
     "reservation": "reserv", "table": "reserv", "ship": "deliver", "bring": "deliver",
-    "drop": "deliver", "car": "park", "pet": "dog", "pup": "dog", "puppy": "dog",
+    "drop": "deliver", "pet": "dog", "pup": "dog", "puppy": "dog",
     "card": "pay", "cash": "pay", "credit": "pay", "debit": "pay", "accept": "pay",
     "delivery": "deliver", "deliveries": "deliver", "loaf": "bread", "loaves": "bread",
     "weekday": "week", "weekdays": "week", "weekends": "weekend",
     "wheelchair": "access", "ramp": "access",
     "vegan": "vegan", "glutenfree": "gluten", "wifi": "wifi", "internet": "wifi",
-    "cancel": "cancel", "refund": "refund", "return": "refund", "job": "hir",
+    "guarantee": "warranty", "guaranteed": "warranty", "cancel": "cancel", "refund": "refund", "return": "refund", "job": "hir",
     "work": "hir", "hiring": "hir", "kid": "child", "children": "child",
 }  # fmt: skip
 
@@ -140,6 +141,13 @@ _PHRASES = (
     ("telephone", "phone"),
 )  # fmt: skip
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday")
+# A day asked about is answered by a fact about its part of the week ("closed at weekends").
+_DAY_GROUP = {**{d: "week" for d in _WEEKDAYS}, "saturday": "weekend", "sunday": "weekend"}
+
+
+_WORD_TOPIC.update(
+    {_stem(w): topic for topic, words in _TOPIC_WORDS.items() for w in words}
+)
 
 
 def terms(text: str) -> list[str]:
@@ -267,7 +275,11 @@ class KnowledgeBase:
             return []
         scored: list[Match] = []
         for fact, fact_terms in zip(self.facts, self._terms, strict=True):
-            covered = sum(weight for term, weight in query.items() if term in fact_terms)
+            covered = sum(
+                weight
+                for term, weight in query.items()
+                if term in fact_terms or _DAY_GROUP.get(term) in fact_terms
+            )
             if covered:
                 scored.append(Match(fact, covered / total))
         scored.sort(key=lambda m: m.score, reverse=True)

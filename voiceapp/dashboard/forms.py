@@ -126,12 +126,15 @@ class PersonaFactForm(forms.ModelForm):
         widgets = {
             "question": forms.TextInput(attrs={"placeholder": "When are you open?"}),
             "answer": forms.Textarea(
-                attrs={"rows": 3, "placeholder": "Monday to Friday, 9 am to 5 pm."}
+                attrs={"rows": 3, "placeholder": "We are open Monday to Friday, 9 am to 5 pm."}
             ),
         }
         help_texts = {
             "question": "How a caller might ask for this. Helps the agent find the fact.",
-            "answer": "What the agent should say or know. Up to 1000 characters.",
+            "answer": (
+                "Write it as a spoken sentence: with the built-in model the agent says it "
+                "as written. Up to 1000 characters."
+            ),
         }
         error_messages = {"answer": {"required": "Write the answer the agent should give."}}
 

@@ -113,7 +113,8 @@ _SYNONYMS: dict[str, str] = {
     "weekday": "week", "weekdays": "week", "weekends": "weekend",
     "wheelchair": "access", "ramp": "access",
     "vegan": "vegan", "glutenfree": "gluten", "wifi": "wifi", "internet": "wifi",
-    "guarantee": "warranty", "guaranteed": "warranty", "cancel": "cancel", "refund": "refund", "return": "refund", "job": "hir",
+    "guarantee": "warranty", "guaranteed": "warranty", "cancel": "cancel",
+    "refund": "refund", "return": "refund", "job": "hir",
     "work": "hir", "hiring": "hir", "kid": "child", "children": "child",
 }  # fmt: skip
 
@@ -145,9 +146,7 @@ _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday")
 _DAY_GROUP = {**{d: "week" for d in _WEEKDAYS}, "saturday": "weekend", "sunday": "weekend"}
 
 
-_WORD_TOPIC.update(
-    {_stem(w): topic for topic, words in _TOPIC_WORDS.items() for w in words}
-)
+_WORD_TOPIC.update({_stem(w): topic for topic, words in _TOPIC_WORDS.items() for w in words})
 
 
 def terms(text: str) -> list[str]:

@@ -73,9 +73,7 @@ async def test_a_spoken_question_is_answered_from_the_facts(new_call: MakeCall) 
     assert any(isinstance(f, TTSAudio) for f in frames)
 
 
-@pytest.mark.parametrize(
-    "question", ["Who owns the bakery?", "How many employees do you have?"]
-)
+@pytest.mark.parametrize("question", ["Who owns the bakery?", "How many employees do you have?"])
 async def test_a_question_no_fact_answers_is_declined_without_numbers(
     new_call: MakeCall, question: str
 ) -> None:

@@ -15,11 +15,10 @@ Passes, in the same run on the same model:
   state facts and the guard;
 - `grounded`: the facts as structured persona knowledge.
 Then one long call per pass (every question in turn) for language drift, loops
-and declines late in a call. Last, the LLM's first-token time on a growing
-history, where every turn goes to the LLM: the plain prompt against the grounded
-one (facts next to each question, direct answers off), calls interleaved turn by
-turn so both see the same machine. Writes bench/results/quality-<time>.json and
-quality-latest.json.
+and declines late in a call. Last, the LLM's first-token time on the turns that
+still reach it (small talk between fact questions): today's plain prompt against
+the grounded one, two calls interleaved turn by turn so both see the same machine.
+Writes bench/results/quality-<persona>-<time>.json and quality-<persona>-latest.json.
 """
 
 from __future__ import annotations
@@ -171,22 +170,41 @@ async def run_pass(
     return result
 
 
+SMALL_TALK = (
+    "Hello, can you hear me?",
+    "How are you today?",
+    "Thanks, that's helpful.",
+    "Are you a robot?",
+    "Sorry, I was distracted for a second.",
+    "Okay, great.",
+    "What's your name?",
+    "Thank you very much, goodbye.",
+)
+
+
 async def first_token_ab(
     models: LocalInference, vad: SileroModel, args: argparse.Namespace
 ) -> dict[str, Any]:
-    """First-token ms, plain vs grounded prompt, two calls taking turns on the same model."""
+    """LLM first-token ms of today's plain prompt against the grounded one, in one run.
+
+    Two calls take turns on the same model, each a conversation of fact questions
+    and small talk. The grounded call answers the fact questions as written, so the
+    LLM serves only its small talk; the first token is compared on those turns.
+    """
     configs = {
-        "plain": pass_config("baseline", temperature=0.0, max_tokens=24),
-        "grounded": replace(
-            pass_config("grounded", temperature=0.0, max_tokens=24), direct_answers=False
-        ),
+        "plain": pass_config("baseline", temperature=0.0, max_tokens=40),
+        "grounded": pass_config("grounded", temperature=0.0, max_tokens=40),
     }
     calls = {name: VoiceCall(config, models, vad) for name, config in configs.items()}
     times: dict[str, list[float]] = {name: [] for name in calls}
+    turns = args.latency_turns
     try:
-        for question in [*persona.ANSWERABLE, *persona.UNANSWERABLE][: args.latency_turns]:
+        for i in range(turns):
+            fact_question = persona.ANSWERABLE[i % len(persona.ANSWERABLE)]
+            chat = Question(SMALL_TALK[i % len(SMALL_TALK)])
             for name, call in calls.items():
-                answer = await ask(call, question)
+                await ask(call, fact_question)
+                answer = await ask(call, chat)
                 if answer.first_token_ms is not None:
                     times[name].append(answer.first_token_ms)
     finally:
@@ -228,7 +246,7 @@ async def main_async(args: argparse.Namespace) -> None:
     latency = await first_token_ab(models, vad, args) if args.latency_turns else {}
     if latency:
         print(
-            f"\nLLM first token over {args.latency_turns} turns of one call (p50 / p95 ms): "
+            f"\nLLM first token on {args.latency_turns} small-talk turns (p50 / p95 ms): "
             f"plain prompt {latency['plain']['p50_ms']} / {latency['plain']['p95_ms']}, "
             f"grounded prompt {latency['grounded']['p50_ms']} / {latency['grounded']['p95_ms']}, "
             f"difference of the p50s {latency.get('p50_difference_ms')}"
@@ -267,7 +285,7 @@ def main() -> None:
     parser.add_argument("--temperature", type=float, default=0.6, help="the persona default")
     parser.add_argument("--max-tokens", type=int, default=120, help="the persona default")
     parser.add_argument(
-        "--latency-turns", type=int, default=20, help="turns of the first-token A/B (0: skip)"
+        "--latency-turns", type=int, default=12, help="small-talk turns timed (0: skip)"
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="print every miss")
     asyncio.run(main_async(parser.parse_args()))

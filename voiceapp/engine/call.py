@@ -269,9 +269,11 @@ class VoiceCall:
             raise ValueError(f"unknown role {role!r}")
         self.history.append({"role": role, "content": text})
         if role == "user":  # the caller's words go to the LLM with their facts
-            sent = self._prompt.turn(text).content
-            if sent != text:
-                self._sent[len(self.history) - 1] = sent
+            turn = self._prompt.turn(text)
+            # A turn answered as written never reached the LLM: later prompts carry
+            # its plain words, which cost fewer tokens than its facts.
+            if turn.direct is None and turn.content != text:
+                self._sent[len(self.history) - 1] = turn.content
 
     def update_config(self, config: CallConfig) -> None:
         """Apply new settings (instructions, voice, turn detection ...) from the next turn on."""

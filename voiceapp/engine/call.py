@@ -752,14 +752,14 @@ class VoiceCall:
         play_task = self._spawn(self._playout(response))
         response.tasks.add(play_task)
         chunker = ClauseChunker(cfg.chunker)
-        guard = self._guard(messages)
+        direct = self._direct_answer(user_text) if instructions is None else None
+        guard = self._guard(messages, extra=direct or "")
         trace = response.trace
         trace.mark("llm_start")
         stream: Stream[str] | None = None
         tokens = 0
         raw = ""
         stopped = False
-        direct = self._direct_answer(user_text) if instructions is None else None
         try:
             source: AsyncIterator[str]
             if direct is not None:
@@ -808,8 +808,9 @@ class VoiceCall:
             user_text = self.history[-1]["content"]
         return self._prompt.turn(user_text).direct
 
-    def _guard(self, messages: list[Message]) -> ReplyGuard:
-        """The reply's guard: numbers it may state are those its prompt holds."""
+    def _guard(self, messages: list[Message], *, extra: str = "") -> ReplyGuard:
+        """The reply's guard: numbers it may state are those its prompt (or `extra`,
+        the facts it speaks as written) holds."""
         cfg = self.config
         check = cfg.grounding and self._prompt.grounded
         settings = GuardSettings(
@@ -818,7 +819,8 @@ class VoiceCall:
             check_numbers=check,
             decline=cfg.decline_text,
         )
-        allowed = numbers_in(" ".join(m["content"] for m in messages)) if check else set()
+        prompt = " ".join([*(m["content"] for m in messages), extra])
+        allowed = numbers_in(prompt) if check else set()
         return ReplyGuard(settings, allowed)
 
     def _pass_clause(

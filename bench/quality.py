@@ -170,6 +170,7 @@ async def run_pass(
     return result
 
 
+LISTEN_S = 2.0
 SMALL_TALK = (
     "Hello, can you hear me?",
     "How are you today?",
@@ -204,6 +205,9 @@ async def first_token_ab(
             chat = Question(SMALL_TALK[i % len(SMALL_TALK)])
             for name, call in calls.items():
                 await ask(call, fact_question)
+                # The caller hears the reply before speaking again (a voice call, not a
+                # chat): about as long as a short spoken answer.
+                await asyncio.sleep(LISTEN_S)
                 answer = await ask(call, chat)
                 if answer.first_token_ms is not None:
                     times[name].append(answer.first_token_ms)

@@ -194,6 +194,7 @@ class VoiceCall:
         # the same turn after turn and the LLM's KV cache keeps it.
         self._sent: dict[int, str] = {}
         self._prompt = self._prompt_builder(config)
+        self._warm_up: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._transcribing: set[asyncio.Task[None]] = set()  # manual-mode turns in ASR
         self._ids = itertools.count(1)
@@ -765,6 +766,10 @@ class VoiceCall:
             if direct is not None:
                 source = _once(direct)
             else:
+                # A warm-up still reading the prompt does work this request needs:
+                # let it finish rather than throw it away (and its context with it).
+                if self._warm_up is not None and not self._warm_up.done():
+                    await asyncio.wait({self._warm_up})
                 stream = self._inference.generate(messages, replace(options, session=self.call_id))
                 source = stream
             async for delta in source:
@@ -797,8 +802,40 @@ class VoiceCall:
         if guard.reason:
             log.info("response %s cut by the reply guard: %s", response.id, guard.reason)
         clauses.put_nowait(None)
+        if direct is not None:
+            await tts_task
+            self._warm_prefix(response.text)
         await asyncio.gather(tts_task, play_task)
         self._finish(response, "completed")
+
+    def _warm_prefix(self, spoken: str) -> None:
+        """Let the LLM read the prompt so far while a reply it did not write plays.
+
+        A fact spoken as written (or the greeting) never went through the LLM, so
+        its context lacks those words; without this, the next turn that reaches
+        the LLM would read them first, before its own. One token is generated and
+        dropped; the next request waits for it if it is still running (it reads
+        what that request would have to read anyway).
+        """
+        cfg = self.config
+        if not (cfg.grounding and cfg.direct_answers and spoken):
+            return
+        messages = [*self._messages(None), {"role": "assistant", "content": spoken.strip()}]
+        options = replace(cfg.llm, max_tokens=1, session=self.call_id)
+
+        async def warm() -> None:
+            stream = self._inference.generate(messages, options)
+            try:
+                async for _ in stream:
+                    pass
+            except InferenceError as exc:
+                log.info("prefix warm-up of %s failed: %s", self.call_id, exc)
+            finally:
+                await stream.aclose()
+
+        if self._warm_up is not None and not self._warm_up.done():
+            self._warm_up.cancel()
+        self._warm_up = self._spawn(warm())
 
     def _direct_answer(self, user_text: str | None) -> str | None:
         """The fact to speak as written for the caller's last words, if one answers them."""
@@ -855,6 +892,8 @@ class VoiceCall:
         tts_task = self._spawn(self._tts(response, clauses))
         play_task = self._spawn(self._playout(response))
         response.tasks.update({tts_task, play_task})
+        await tts_task
+        self._warm_prefix(text)
         await asyncio.gather(tts_task, play_task)
         self._finish(response, "completed")
 

@@ -24,8 +24,9 @@ import itertools
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -61,6 +62,7 @@ from .inference import Inference, InferenceError, Stream
 from .knowledge import Fact
 from .llm import LLMOptions, Message
 from .prompt import DEFAULT_DECLINE, DEFAULT_REPLY_HINT, PromptBuilder
+from .tasks import TaskOwner
 from .tracing import TurnTrace
 from .tts import VoiceSpec
 from .turns import (
@@ -155,7 +157,7 @@ class _Response:
     clauses: list[tuple[str, int]] = field(default_factory=list)  # (text, samples at out rate)
     sent_samples: int = 0
     first_sent_at: float | None = None
-    tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    tasks: TaskOwner = field(default_factory=TaskOwner)
     empty: bool = False  # the transcript was empty or rejected: nothing to answer
     incomplete: bool = False  # its transcript read as an unfinished phrase
     error: str | None = None
@@ -194,8 +196,8 @@ class VoiceCall:
         # the same turn after turn and the LLM's KV cache keeps it.
         self._sent: dict[int, str] = {}
         self._prompt = self._prompt_builder(config)
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._transcribing: set[asyncio.Task[None]] = set()  # manual-mode turns in ASR
+        self._tasks = TaskOwner("call")
+        self._transcribing = TaskOwner("transcribing")  # manual-mode turns in ASR
         self._ids = itertools.count(1)
         self._closed = False
         # Input clock and the current user turn.
@@ -311,7 +313,7 @@ class VoiceCall:
         self, response: _Response, options: LLMOptions, instructions: str | None
     ) -> None:
         """Manual mode: a turn still being transcribed belongs in the prompt."""
-        pending = [t for t in self._transcribing if not t.done()]
+        pending = self._transcribing.pending()
         if pending:
             await asyncio.wait(pending, timeout=TRANSCRIPT_WAIT_S)
         await self._reply(response, options, instructions)
@@ -351,11 +353,7 @@ class VoiceCall:
         for response in (self._speculative, self._active):
             if response is not None:
                 self._cancel_tasks(response)
-        tasks = set(self._tasks)
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.wait(tasks, timeout=wait_s)
+        await self._tasks.cancel_all(wait_s)
         self._out.put_nowait(None)
 
     @property
@@ -556,7 +554,6 @@ class VoiceCall:
             # Manual mode: transcribe only; the transport calls create_response().
             task = self._spawn(self._transcribe_only(self._item_id, self._utterance_audio()))
             self._transcribing.add(task)
-            task.add_done_callback(self._transcribing.discard)
             return None
         if not self.config.create_response:
             return None
@@ -602,16 +599,11 @@ class VoiceCall:
         elif response.state is ResponseState.ACTIVE:
             self._out.put_nowait(frame)
 
-    def _spawn(self, coro: object) -> asyncio.Task[None]:
-        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)  # type: ignore[arg-type]
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        return self._tasks.spawn(coro)
 
-    def _spawn_response(self, response: _Response, coro: object) -> None:
-        task = self._spawn(coro)
-        response.tasks.add(task)
-        task.add_done_callback(response.tasks.discard)
+    def _spawn_response(self, response: _Response, coro: Coroutine[Any, Any, None]) -> None:
+        response.tasks.add(self._spawn(coro))
 
     def _messages(self, user_text: str | None, instructions: str | None = None) -> list[Message]:
         """The prompt: system, worked examples, history as sent, then `user_text` if given."""
@@ -850,7 +842,8 @@ class VoiceCall:
         response.text = text
         tts_task = self._spawn(self._tts(response, clauses))
         play_task = self._spawn(self._playout(response))
-        response.tasks.update({tts_task, play_task})
+        response.tasks.add(tts_task)
+        response.tasks.add(play_task)
         await asyncio.gather(tts_task, play_task)
         self._finish(response, "completed")
 
@@ -951,10 +944,7 @@ class VoiceCall:
         return " ".join(heard)
 
     def _cancel_tasks(self, response: _Response) -> None:
-        current = asyncio.current_task()
-        for task in list(response.tasks):
-            if task is not current:
-                task.cancel()
+        response.tasks.cancel()
 
     def _finish_cancelled(
         self, response: _Response, *, interrupted: bool, silent: bool = False

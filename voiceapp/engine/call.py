@@ -58,6 +58,7 @@ from .frames import (
     TTSAudio,
 )
 from .guard import Action, GuardSettings, ReplyGuard, numbers_in
+from .history import History, heard_text
 from .inference import Inference, InferenceError, Stream
 from .knowledge import Fact
 from .llm import LLMOptions, Message
@@ -190,11 +191,7 @@ class VoiceCall:
         self._paused: _Response | None = None  # the reply held by a barge-in onset
         self._resampler: StreamResampler | None = None
         self._out: asyncio.Queue[Frame | None] = asyncio.Queue()
-        self.history: list[Message] = []
-        # What the LLM was sent for a history message, when it differs from the
-        # message (a caller turn with its facts); kept so the prompt's prefix stays
-        # the same turn after turn and the LLM's KV cache keeps it.
-        self._sent: dict[int, str] = {}
+        self._history = History()
         self._prompt = self._prompt_builder(config)
         self._tasks = TaskOwner("call")
         self._transcribing = TaskOwner("transcribing")  # manual-mode turns in ASR
@@ -218,7 +215,6 @@ class VoiceCall:
         self._speculative: _Response | None = None
         self._active: _Response | None = None
         self._last_spoken: _Response | None = None
-        self._history_start = 0  # first history message still sent to the LLM
         self.stats = {
             "speculative_started": 0,
             "speculative_cancelled": 0,
@@ -265,15 +261,16 @@ class VoiceCall:
             self._on_chunk(self._pending16[i * CHUNK_SAMPLES : (i + 1) * CHUNK_SAMPLES])
         self._pending16 = self._pending16[n * CHUNK_SAMPLES :]
 
+    @property
+    def history(self) -> list[Message]:
+        """The conversation so far: `{"role", "content"}` dicts, oldest first."""
+        return self._history.messages
+
     def add_message(self, role: str, text: str) -> None:
         """Add a conversation item (role user, assistant or system) to the history."""
-        if role not in ("user", "assistant", "system"):
-            raise ValueError(f"unknown role {role!r}")
-        self.history.append({"role": role, "content": text})
-        if role == "user":  # the caller's words go to the LLM with their facts
-            sent = self._prompt.turn(text).content
-            if sent != text:
-                self._sent[len(self.history) - 1] = sent
+        # The caller's words go to the LLM with their facts.
+        sent = self._prompt.turn(text).content if role == "user" else None
+        self._history.add(role, text, sent=sent)
 
     def update_config(self, config: CallConfig) -> None:
         """Apply new settings (instructions, voice, turn detection ...) from the next turn on."""
@@ -339,10 +336,7 @@ class VoiceCall:
         if response is None:
             return ""
         heard = self._heard_text(response, max(0, audio_end_ms))
-        for msg in reversed(self.history):
-            if msg["role"] == "assistant":
-                msg["content"] = heard
-                break
+        self._history.truncate_reply(heard)
         return heard
 
     async def close(self, wait_s: float = 2.0) -> None:
@@ -607,27 +601,10 @@ class VoiceCall:
 
     def _messages(self, user_text: str | None, instructions: str | None = None) -> list[Message]:
         """The prompt: system, worked examples, history as sent, then `user_text` if given."""
-        history = self._trimmed_history()
+        history = self._history.for_llm(self.config.history_budget_chars)
         if user_text is not None:
             history.append({"role": "user", "content": self._prompt.turn(user_text).content})
         return self._prompt.messages(history, instructions)
-
-    def _trimmed_history(self) -> list[Message]:
-        budget = self.config.history_budget_chars
-        start = self._history_start
-        if sum(len(m["content"]) for m in self.history[start:]) > budget:
-            kept = 0
-            start = len(self.history)
-            while start > 0 and kept + len(self.history[start - 1]["content"]) <= budget // 2:
-                start -= 1
-                kept += len(self.history[start]["content"])
-            while start < len(self.history) and self.history[start]["role"] == "assistant":
-                start += 1  # begin with a user turn
-            self._history_start = start
-        return [
-            {"role": m["role"], "content": self._sent.get(i, m["content"])}
-            for i, m in enumerate(self.history[start:], start)
-        ]
 
     async def _transcribe(self, response: _Response, audio: np.ndarray) -> Transcript | None:
         response.trace.mark("asr_start")
@@ -703,8 +680,7 @@ class VoiceCall:
             self._spawn_response(response, self._score_turn(response, text))
 
     async def _score_turn(self, response: _Response, text: str) -> None:
-        history = reversed(self.history)
-        previous = next((m["content"] for m in history if m["role"] == "assistant"), "")
+        previous = self._history.last("assistant") or ""
         response.trace.mark("eou_start")
         probability: float | None = None
         try:
@@ -929,19 +905,7 @@ class VoiceCall:
 
     def _heard_text(self, response: _Response, played_ms: int) -> str:
         """The part of the reply whose audio was played, cut at a word boundary."""
-        remaining = played_ms * self.config.output_sample_rate // 1000
-        heard: list[str] = []
-        for text, samples in response.clauses:
-            if remaining >= samples:
-                heard.append(text)
-                remaining -= samples
-                continue
-            words = text.split()
-            keep = int(len(words) * remaining / max(1, samples))
-            if keep:
-                heard.append(" ".join(words[:keep]))
-            break
-        return " ".join(heard)
+        return heard_text(response.clauses, played_ms, self.config.output_sample_rate)
 
     def _cancel_tasks(self, response: _Response) -> None:
         response.tasks.cancel()

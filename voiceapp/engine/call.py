@@ -13,19 +13,23 @@ speech over it pauses the release at once, and either confirms the
 interruption (the rest is flushed and the history keeps only what was heard)
 or turns out to be a cough and the reply resumes where it paused.
 
-The call owns every task it starts and cancels them in `close()`.
+The call is the orchestrator: it decides when a response starts, is
+committed, finishes, is cancelled or fails. How a response's state changes and
+which frames that releases is `response.py`; the conversation and what the LLM
+is sent of it is `history.py`; every task it starts has an owner (`tasks.py`),
+and `close()` cancels them all.
 """
 
 from __future__ import annotations
 
 import asyncio
-import enum
 import itertools
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -44,9 +48,7 @@ from .chunker import ChunkerSettings, ClauseChunker
 from .frames import (
     ErrorFrame,
     Frame,
-    Interruption,
     LLMToken,
-    ResponseDone,
     ResponseStarted,
     ResponseStatus,
     SpeechStarted,
@@ -57,10 +59,13 @@ from .frames import (
     TTSAudio,
 )
 from .guard import Action, GuardSettings, ReplyGuard, numbers_in
+from .history import History
 from .inference import Inference, InferenceError, Stream
 from .knowledge import Fact
 from .llm import LLMOptions, Message
 from .prompt import DEFAULT_DECLINE, DEFAULT_REPLY_HINT, PromptBuilder
+from .response import Response, ResponseState
+from .tasks import TaskOwner
 from .tracing import TurnTrace
 from .tts import VoiceSpec
 from .turns import (
@@ -129,45 +134,6 @@ class CallConfig:
     max_utterance_s: float = 30.0
 
 
-def _set(event: asyncio.Event) -> asyncio.Event:
-    event.set()
-    return event
-
-
-class ResponseState(enum.Enum):
-    SPECULATIVE = "speculative"
-    ACTIVE = "active"
-    DONE = "done"
-    CANCELLED = "cancelled"
-
-
-@dataclass
-class _Response:
-    id: str
-    item_id: str | None
-    trace: TurnTrace
-    state: ResponseState
-    user_text: str | None = None
-    text: str = ""
-    held: list[Frame] = field(default_factory=list)
-    committed: asyncio.Event = field(default_factory=asyncio.Event)
-    audio: asyncio.Queue[tuple[int, np.ndarray] | None] = field(default_factory=asyncio.Queue)
-    clauses: list[tuple[str, int]] = field(default_factory=list)  # (text, samples at out rate)
-    sent_samples: int = 0
-    first_sent_at: float | None = None
-    tasks: set[asyncio.Task[None]] = field(default_factory=set)
-    empty: bool = False  # the transcript was empty or rejected: nothing to answer
-    incomplete: bool = False  # its transcript read as an unfinished phrase
-    error: str | None = None
-    usage: dict[str, int] = field(default_factory=dict)
-    speak: bool = True  # synthesize the reply (False: text only), fixed when it starts
-    playing: asyncio.Event = field(default_factory=lambda: _set(asyncio.Event()))  # clear: paused
-    eou_probability: float | None = None  # the end-of-turn score of its transcript
-    # The response that was active when this one was committed: cancelled once this
-    # one's transcript turns out to hold words, left playing if it was only noise.
-    supersedes: _Response | None = None
-
-
 class VoiceCall:
     """One conversation: audio in, frames out. Use inside a running event loop."""
 
@@ -185,18 +151,14 @@ class VoiceCall:
         self._vad = StreamingVAD(vad_model)
         self._detector = TurnDetector(config.turns)
         self._barge = BargeInDetector(_barge_in_settings(config))
-        self._paused: _Response | None = None  # the reply held by a barge-in onset
+        self._paused: Response | None = None  # the reply held by a barge-in onset
         self._resampler: StreamResampler | None = None
         self._out: asyncio.Queue[Frame | None] = asyncio.Queue()
-        self.history: list[Message] = []
-        # What the LLM was sent for a history message, when it differs from the
-        # message (a caller turn with its facts); kept so the prompt's prefix stays
-        # the same turn after turn and the LLM's KV cache keeps it.
-        self._sent: dict[int, str] = {}
+        self._history = History()
         self._prompt = self._prompt_builder(config)
         self._warm_up: asyncio.Task[None] | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
-        self._transcribing: set[asyncio.Task[None]] = set()  # manual-mode turns in ASR
+        self._tasks = TaskOwner("call")
+        self._transcribing = TaskOwner("transcribing")  # manual-mode turns in ASR
         self._ids = itertools.count(1)
         self._closed = False
         # Input clock and the current user turn.
@@ -214,10 +176,9 @@ class VoiceCall:
         self._speculated_at_chunk = -1
         self._respeculated = False
         # Responses.
-        self._speculative: _Response | None = None
-        self._active: _Response | None = None
-        self._last_spoken: _Response | None = None
-        self._history_start = 0  # first history message still sent to the LLM
+        self._speculative: Response | None = None
+        self._active: Response | None = None
+        self._last_spoken: Response | None = None
         self.stats = {
             "speculative_started": 0,
             "speculative_cancelled": 0,
@@ -264,17 +225,20 @@ class VoiceCall:
             self._on_chunk(self._pending16[i * CHUNK_SAMPLES : (i + 1) * CHUNK_SAMPLES])
         self._pending16 = self._pending16[n * CHUNK_SAMPLES :]
 
+    @property
+    def history(self) -> list[Message]:
+        """The conversation so far: `{"role", "content"}` dicts, oldest first."""
+        return self._history.messages
+
     def add_message(self, role: str, text: str) -> None:
         """Add a conversation item (role user, assistant or system) to the history."""
-        if role not in ("user", "assistant", "system"):
-            raise ValueError(f"unknown role {role!r}")
-        self.history.append({"role": role, "content": text})
+        sent = None
         if role == "user":  # the caller's words go to the LLM with their facts
             turn = self._prompt.turn(text)
             # A turn answered as written never reached the LLM: later prompts carry
             # its plain words, which cost fewer tokens than its facts.
-            if turn.direct is None and turn.content != text:
-                self._sent[len(self.history) - 1] = turn.content
+            sent = turn.content if turn.direct is None else None
+        self._history.add(role, text, sent=sent)
 
     def update_config(self, config: CallConfig) -> None:
         """Apply new settings (instructions, voice, turn detection ...) from the next turn on."""
@@ -300,10 +264,9 @@ class VoiceCall:
     ) -> str:
         """Answer the history now (manual turns, `response.create`). Returns the response id."""
         self.cancel_response()
-        response = self._new_response(None, ResponseState.ACTIVE)
+        response = self._new_response(None, speculative=False)
         self._active = response
-        response.committed.set()
-        self._emit(response, ResponseStarted(response.id))
+        response.emit(ResponseStarted(response.id))
         llm = self.config.llm
         if max_output_tokens:
             llm = replace(llm, max_tokens=max_output_tokens)
@@ -311,10 +274,10 @@ class VoiceCall:
         return response.id
 
     async def _reply_after_transcripts(
-        self, response: _Response, options: LLMOptions, instructions: str | None
+        self, response: Response, options: LLMOptions, instructions: str | None
     ) -> None:
         """Manual mode: a turn still being transcribed belongs in the prompt."""
-        pending = [t for t in self._transcribing if not t.done()]
+        pending = self._transcribing.pending()
         if pending:
             await asyncio.wait(pending, timeout=TRANSCRIPT_WAIT_S)
         await self._reply(response, options, instructions)
@@ -322,16 +285,15 @@ class VoiceCall:
     def say(self, text: str) -> str:
         """Speak fixed text (a greeting) as a response, without the LLM."""
         self.cancel_response()
-        response = self._new_response(None, ResponseState.ACTIVE)
+        response = self._new_response(None, speculative=False)
         self._active = response
-        response.committed.set()
-        self._emit(response, ResponseStarted(response.id))
+        response.emit(ResponseStarted(response.id))
         self._spawn_response(response, self._speak_text(response, text))
         return response.id
 
     def cancel_response(self) -> None:
         """Stop the active response now (`response.cancel`); no-op when idle."""
-        if self._active is not None and self._active.state is ResponseState.ACTIVE:
+        if self._active is not None and self._active.active:
             self._finish_cancelled(self._active, interrupted=False)
 
     def truncate(self, audio_end_ms: int) -> str:
@@ -340,10 +302,7 @@ class VoiceCall:
         if response is None:
             return ""
         heard = self._heard_text(response, max(0, audio_end_ms))
-        for msg in reversed(self.history):
-            if msg["role"] == "assistant":
-                msg["content"] = heard
-                break
+        self._history.truncate_reply(heard)
         return heard
 
     async def close(self, wait_s: float = 2.0) -> None:
@@ -353,19 +312,15 @@ class VoiceCall:
         self._closed = True
         for response in (self._speculative, self._active):
             if response is not None:
-                self._cancel_tasks(response)
-        tasks = set(self._tasks)
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.wait(tasks, timeout=wait_s)
+                response.tasks.cancel()
+        await self._tasks.cancel_all(wait_s)
         self._out.put_nowait(None)
 
     @property
     def speaking(self) -> bool:
         """True while reply audio is being released."""
         r = self._active
-        return r is not None and r.state is ResponseState.ACTIVE and r.first_sent_at is not None
+        return r is not None and r.active and r.first_sent_at is not None
 
     # ----- input side --------------------------------------------------------
 
@@ -412,18 +367,18 @@ class VoiceCall:
                 self._announce_speech()
             self._finish_cancelled(response, interrupted=True)
 
-    def _pause(self, response: _Response) -> None:
+    def _pause(self, response: Response) -> None:
         """Stop releasing the reply's audio; what was sent plays out at the client."""
         self.stats["barge_in_pauses"] += 1
         response.playing.clear()
         self._paused = response
 
-    def _resume(self, response: _Response) -> None:
+    def _resume(self, response: Response) -> None:
         """Release the reply again from where it paused, paced as if it had not stopped."""
         self._paused = None
         if response.first_sent_at is not None:
             # The client played what it had during the pause: pace on from what it heard.
-            response.first_sent_at = self._clock() - self._played_ms(response) / 1000.0
+            response.first_sent_at = self._clock() - response.played_ms() / 1000.0
         response.playing.set()
 
     def _announce_speech(self) -> None:
@@ -549,21 +504,27 @@ class VoiceCall:
 
     # ----- responses ---------------------------------------------------------
 
-    def _new_response(self, item_id: str | None, state: ResponseState) -> _Response:
-        rid = f"resp_{uuid.uuid4().hex[:20]}"
-        trace = TurnTrace(clock=self._clock)
-        return _Response(rid, item_id, trace, state, speak=self.config.speak)
+    def _new_response(self, item_id: str | None, *, speculative: bool) -> Response:
+        return Response(
+            f"resp_{uuid.uuid4().hex[:20]}",
+            item_id,
+            TurnTrace(clock=self._clock),
+            self._out.put_nowait,
+            speculative=speculative,
+            speak=self.config.speak,
+            sample_rate=self.config.output_sample_rate,
+            clock=self._clock,
+        )
 
-    def _start_turn_response(self, *, speculative: bool) -> _Response | None:
+    def _start_turn_response(self, *, speculative: bool) -> Response | None:
         if not self.config.create_response and not speculative:
             # Manual mode: transcribe only; the transport calls create_response().
             task = self._spawn(self._transcribe_only(self._item_id, self._utterance_audio()))
             self._transcribing.add(task)
-            task.add_done_callback(self._transcribing.discard)
             return None
         if not self.config.create_response:
             return None
-        response = self._new_response(self._item_id, ResponseState.SPECULATIVE)
+        response = self._new_response(self._item_id, speculative=True)
         audio = self._utterance_audio()
         if speculative:
             self._speculative = response
@@ -572,7 +533,7 @@ class VoiceCall:
         self._spawn_response(response, self._turn(response, audio))
         return response
 
-    def _commit(self, response: _Response) -> None:
+    def _commit(self, response: Response) -> None:
         """Release a speculative response: its held frames go out, audio may start.
 
         One response at a time: the active one (a greeting, an answer still playing)
@@ -582,65 +543,33 @@ class VoiceCall:
         if response.state is not ResponseState.SPECULATIVE:
             return
         if response.empty:
-            response.state = ResponseState.DONE
+            response.discard()
             return
         previous = self._active
-        if previous is not None and previous.state is ResponseState.ACTIVE:
+        if previous is not None and previous.active:
             if response.user_text:
                 self._finish_cancelled(previous, interrupted=False)
             else:
                 response.supersedes = previous
-        response.state = ResponseState.ACTIVE
+        response.commit()
         self._active = response
-        for frame in response.held:
-            self._out.put_nowait(frame)
-        response.held.clear()
         if response.user_text:
             self.add_message("user", response.user_text)
-        response.committed.set()
 
-    def _emit(self, response: _Response, frame: Frame) -> None:
-        if response.state is ResponseState.SPECULATIVE:
-            response.held.append(frame)
-        elif response.state is ResponseState.ACTIVE:
-            self._out.put_nowait(frame)
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        return self._tasks.spawn(coro)
 
-    def _spawn(self, coro: object) -> asyncio.Task[None]:
-        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)  # type: ignore[arg-type]
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-        return task
-
-    def _spawn_response(self, response: _Response, coro: object) -> None:
-        task = self._spawn(coro)
-        response.tasks.add(task)
-        task.add_done_callback(response.tasks.discard)
+    def _spawn_response(self, response: Response, coro: Coroutine[Any, Any, None]) -> None:
+        response.tasks.add(self._spawn(coro))
 
     def _messages(self, user_text: str | None, instructions: str | None = None) -> list[Message]:
         """The prompt: system, worked examples, history as sent, then `user_text` if given."""
-        history = self._trimmed_history()
+        history = self._history.for_llm(self.config.history_budget_chars)
         if user_text is not None:
             history.append({"role": "user", "content": self._prompt.turn(user_text).content})
         return self._prompt.messages(history, instructions)
 
-    def _trimmed_history(self) -> list[Message]:
-        budget = self.config.history_budget_chars
-        start = self._history_start
-        if sum(len(m["content"]) for m in self.history[start:]) > budget:
-            kept = 0
-            start = len(self.history)
-            while start > 0 and kept + len(self.history[start - 1]["content"]) <= budget // 2:
-                start -= 1
-                kept += len(self.history[start]["content"])
-            while start < len(self.history) and self.history[start]["role"] == "assistant":
-                start += 1  # begin with a user turn
-            self._history_start = start
-        return [
-            {"role": m["role"], "content": self._sent.get(i, m["content"])}
-            for i, m in enumerate(self.history[start:], start)
-        ]
-
-    async def _transcribe(self, response: _Response, audio: np.ndarray) -> Transcript | None:
+    async def _transcribe(self, response: Response, audio: np.ndarray) -> Transcript | None:
         response.trace.mark("asr_start")
         result = await self._inference.transcribe(audio, self.config.language)
         response.trace.mark("asr_end")
@@ -657,7 +586,7 @@ class VoiceCall:
             self._out.put_nowait(TranscriptFinal(item_id, result.text, result.audio_seconds))
             self.add_message("user", result.text)
 
-    async def _turn(self, response: _Response, audio: np.ndarray) -> None:
+    async def _turn(self, response: Response, audio: np.ndarray) -> None:
         """Final ASR, then the reply; speculative until committed."""
         # The turn waits for this transcript's verdict (the punctuation rule never did).
         judging = self._speculative is response and self.config.turns.hint_source == "eou"
@@ -678,28 +607,26 @@ class VoiceCall:
         if not result.text:
             log.info("turn %s discarded: %s", response.item_id, result.rejected)
             response.empty = True
-            if response.state is ResponseState.ACTIVE:
-                response.state = ResponseState.DONE
+            if response.active:
+                response.discard()
                 if self._active is response:
                     # Noise, not words: what was playing before goes on.
-                    live = previous is not None and previous.state is ResponseState.ACTIVE
+                    live = previous is not None and previous.active
                     self._active = previous if live else None
             return
-        if previous is not None and previous.state is ResponseState.ACTIVE:
+        if previous is not None and previous.active:
             self._finish_cancelled(previous, interrupted=False)
         response.user_text = result.text
         if response.item_id:
-            self._emit(
-                response, TranscriptFinal(response.item_id, result.text, result.audio_seconds)
-            )
-        self._emit(response, ResponseStarted(response.id))
+            response.emit(TranscriptFinal(response.item_id, result.text, result.audio_seconds))
+        response.emit(ResponseStarted(response.id))
         pending_user_text: str | None = result.text
-        if response.state is ResponseState.ACTIVE:  # committed before the transcript came
+        if response.active:  # committed before the transcript came
             self.add_message("user", result.text)
             pending_user_text = None
         await self._reply(response, self.config.llm, None, user_text=pending_user_text)
 
-    def _judge_turn(self, response: _Response, text: str) -> None:
+    def _judge_turn(self, response: Response, text: str) -> None:
         """Set the end-of-turn hint of the pause `response` speculates on.
 
         Unfinished by its words: at once. Otherwise the end-of-turn model scores it
@@ -713,9 +640,8 @@ class VoiceCall:
         else:
             self._spawn_response(response, self._score_turn(response, text))
 
-    async def _score_turn(self, response: _Response, text: str) -> None:
-        history = reversed(self.history)
-        previous = next((m["content"] for m in history if m["role"] == "assistant"), "")
+    async def _score_turn(self, response: Response, text: str) -> None:
+        previous = self._history.last("assistant") or ""
         response.trace.mark("eou_start")
         probability: float | None = None
         try:
@@ -730,7 +656,7 @@ class VoiceCall:
             threshold = self.config.turns.eou_threshold
             self._set_hint(response, turn_completeness(text, probability, threshold))
 
-    def _set_hint(self, response: _Response, complete: bool | None) -> None:
+    def _set_hint(self, response: Response, complete: bool | None) -> None:
         response.incomplete = complete is False
         self._detector.set_hint(complete)
         event = self._detector.check_end_of_turn()
@@ -739,7 +665,7 @@ class VoiceCall:
 
     async def _reply(
         self,
-        response: _Response,
+        response: Response,
         options: LLMOptions,
         instructions: str | None,
         user_text: str | None = None,
@@ -862,7 +788,7 @@ class VoiceCall:
 
     def _pass_clause(
         self,
-        response: _Response,
+        response: Response,
         guard: ReplyGuard,
         clause: str,
         clauses: asyncio.Queue[str | None],
@@ -878,11 +804,11 @@ class VoiceCall:
             response.trace.mark("first_clause")
             delta = f" {text}" if response.text else text
             response.text += delta
-            self._emit(response, LLMToken(response.id, delta))
+            response.emit(LLMToken(response.id, delta))
             clauses.put_nowait(text)
         return verdict.action is Action.SPEAK
 
-    async def _speak_text(self, response: _Response, text: str) -> None:
+    async def _speak_text(self, response: Response, text: str) -> None:
         clauses: asyncio.Queue[str | None] = asyncio.Queue()
         chunker = ClauseChunker(self.config.chunker)
         for clause in [*chunker.push(text + " "), *chunker.flush()]:
@@ -891,20 +817,21 @@ class VoiceCall:
         response.text = text
         tts_task = self._spawn(self._tts(response, clauses))
         play_task = self._spawn(self._playout(response))
-        response.tasks.update({tts_task, play_task})
+        response.tasks.add(tts_task)
+        response.tasks.add(play_task)
         await tts_task
         self._warm_prefix(text)
         await asyncio.gather(tts_task, play_task)
         self._finish(response, "completed")
 
-    async def _tts(self, response: _Response, clauses: asyncio.Queue[str | None]) -> None:
+    async def _tts(self, response: Response, clauses: asyncio.Queue[str | None]) -> None:
         """Synthesize clauses in order; audio goes to the playout queue at the output rate."""
         cfg = self.config
         trace = response.trace
         index = 0
         try:
             while (clause := await clauses.get()) is not None:
-                self._emit(response, TextClause(response.id, clause, index))
+                response.emit(TextClause(response.id, clause, index))
                 if not response.speak:
                     response.clauses.append((clause, 0))
                     index += 1
@@ -934,7 +861,7 @@ class VoiceCall:
         finally:
             response.audio.put_nowait(None)
 
-    async def _playout(self, response: _Response) -> None:
+    async def _playout(self, response: Response) -> None:
         """Release audio in `output_chunk_ms` pieces, at most `playback_lead_ms` ahead."""
         cfg = self.config
         rate = cfg.output_sample_rate
@@ -945,7 +872,7 @@ class VoiceCall:
             for start in range(0, len(samples), step):
                 piece = samples[start : start + step]
                 await self._paced(response)
-                if response.state is not ResponseState.ACTIVE:
+                if not response.active:
                     return
                 if response.first_sent_at is None:
                     response.first_sent_at = self._clock()
@@ -954,7 +881,7 @@ class VoiceCall:
                 response.sent_samples += len(piece)
                 self._out.put_nowait(TTSAudio(response.id, float_to_pcm16(piece), rate, index))
 
-    async def _paced(self, response: _Response) -> None:
+    async def _paced(self, response: Response) -> None:
         """Return when the next piece may go: not paused, at most `playback_lead_ms` ahead."""
         rate = self.config.output_sample_rate
         lead_ms = self.config.playback_lead_ms
@@ -970,99 +897,39 @@ class VoiceCall:
             if response.playing.is_set():
                 return
 
-    def _played_ms(self, response: _Response) -> int:
-        if response.first_sent_at is None:
-            return 0
-        sent_ms = 1000.0 * response.sent_samples / self.config.output_sample_rate
-        elapsed_ms = 1000.0 * (self._clock() - response.first_sent_at)
-        return int(min(sent_ms, elapsed_ms))
-
-    def _heard_text(self, response: _Response, played_ms: int) -> str:
+    def _heard_text(self, response: Response, played_ms: int) -> str:
         """The part of the reply whose audio was played, cut at a word boundary."""
-        remaining = played_ms * self.config.output_sample_rate // 1000
-        heard: list[str] = []
-        for text, samples in response.clauses:
-            if remaining >= samples:
-                heard.append(text)
-                remaining -= samples
-                continue
-            words = text.split()
-            keep = int(len(words) * remaining / max(1, samples))
-            if keep:
-                heard.append(" ".join(words[:keep]))
-            break
-        return " ".join(heard)
-
-    def _cancel_tasks(self, response: _Response) -> None:
-        current = asyncio.current_task()
-        for task in list(response.tasks):
-            if task is not current:
-                task.cancel()
+        return response.heard_text(played_ms)
 
     def _finish_cancelled(
-        self, response: _Response, *, interrupted: bool, silent: bool = False
+        self, response: Response, *, interrupted: bool, silent: bool = False
     ) -> None:
-        was_active = response.state is ResponseState.ACTIVE
-        response.state = ResponseState.CANCELLED
-        self._cancel_tasks(response)
+        """Cancel a response; an announced one keeps what was heard in the history."""
+        cancelled = response.cancel(interrupted=interrupted, announce=not silent)
         if self._active is response:
             self._active = None
-        if silent or not was_active:
+        if cancelled is None:
             return
-        played = self._played_ms(response)
-        # Without audio the reader saw every token so far.
-        heard = self._heard_text(response, played) if response.speak else response.text.strip()
-        if response.user_text is not None or heard:
-            self.add_message("assistant", heard)
+        if response.user_text is not None or cancelled.heard:
+            self.add_message("assistant", cancelled.heard)
         if interrupted:
             self.stats["interruptions"] += 1
-            self._out.put_nowait(Interruption(response.id, heard, played))
-        self._out.put_nowait(
-            ResponseDone(
-                response.id,
-                "cancelled",
-                heard,
-                response.trace.spans(),
-                response.usage,
-                response.trace.timeline(),
-            )
-        )
 
-    def _finish(self, response: _Response, status: ResponseStatus) -> None:
-        if response.state is not ResponseState.ACTIVE:
+    def _finish(self, response: Response, status: ResponseStatus) -> None:
+        if response.done(status) is None:
             return
-        response.state = ResponseState.DONE
         if self._active is response:
             self._active = None
         if response.text:
             self.add_message("assistant", response.text.strip())
-        self._out.put_nowait(
-            ResponseDone(
-                response.id,
-                status,
-                response.text.strip(),
-                response.trace.spans(),
-                response.usage,
-                response.trace.timeline(),
-            )
-        )
 
-    def _fail(self, response: _Response, exc: InferenceError) -> None:
-        log.warning("response %s failed: %s", response.id, exc)
-        was = response.state
-        response.state = ResponseState.CANCELLED
-        self._cancel_tasks(response)
+    def _fail(self, response: Response, exc: InferenceError) -> None:
+        """End a response on an error (silently while it is still speculative)."""
+        response.fail(exc)
         if self._speculative is response:
             self._speculative = None
         if self._active is response:
             self._active = None
-        # A speculative response was never announced (its ResponseStarted is held
-        # back): it fails silently, and the end of the turn starts a fresh one.
-        if was is ResponseState.ACTIVE:
-            self._out.put_nowait(ErrorFrame(exc.code, str(exc)))
-            self._out.put_nowait(
-                ResponseDone(response.id, "failed", response.text, response.trace.spans())
-            )
 
 
 async def _once(text: str) -> AsyncIterator[str]:

@@ -1,0 +1,97 @@
+"""The conversation history of a call, and what of it the LLM is sent.
+
+`History.messages` is the conversation as it happened: a public list of
+`{"role", "content"}` dicts that transports read and record. What the LLM is
+sent can differ per message (a caller turn goes with the facts retrieved for
+it); that text is kept with the message, so the prompt built from the history
+is the same turn after turn and the LLM's KV cache of its prefix stays valid.
+
+Past the character budget the oldest messages are dropped down to half of it
+at once (not one turn per turn), and the kept part starts with a caller turn:
+the prompt's prefix then stays stable for many turns. A reply that was cut
+off keeps only what the caller heard of it (`heard_text`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from .llm import Message
+
+ROLES = ("user", "assistant", "system")
+
+
+class History:
+    """Messages in order, with the text the LLM is sent for each one."""
+
+    def __init__(self) -> None:
+        self.messages: list[Message] = []
+        self._sent: dict[int, str] = {}  # message index -> what the LLM is sent, when different
+        self._start = 0  # first message still sent to the LLM
+
+    def add(self, role: str, text: str, *, sent: str | None = None) -> None:
+        """Append a message; `sent` is what the LLM gets instead of `text` (None: the text)."""
+        if role not in ROLES:
+            raise ValueError(f"unknown role {role!r}")
+        self.messages.append({"role": role, "content": text})
+        if sent is not None and sent != text:
+            self._sent[len(self.messages) - 1] = sent
+
+    def last(self, role: str) -> str | None:
+        """The content of the latest message of `role`, or None."""
+        return next((m["content"] for m in reversed(self.messages) if m["role"] == role), None)
+
+    def for_llm(self, budget_chars: int) -> list[Message]:
+        """The messages as the LLM is sent them, trimmed to `budget_chars` in halves.
+
+        While what is kept fits the budget the kept part only grows; past it, the
+        oldest messages are dropped until at most half the budget remains, and
+        leading replies are dropped too so the kept part starts with a caller turn.
+        """
+        messages = self.messages
+        start = self._start
+        if sum(len(m["content"]) for m in messages[start:]) > budget_chars:
+            kept = 0
+            start = len(messages)
+            while start > 0 and kept + len(messages[start - 1]["content"]) <= budget_chars // 2:
+                start -= 1
+                kept += len(messages[start]["content"])
+            while start < len(messages) and messages[start]["role"] == "assistant":
+                start += 1  # begin with a user turn
+            self._start = start
+        return [
+            {"role": m["role"], "content": self._sent.get(i, m["content"])}
+            for i, m in enumerate(messages[start:], start)
+        ]
+
+    def truncate_reply(self, heard: str) -> None:
+        """Replace the latest reply with `heard` (what the caller heard of it)."""
+        for message in reversed(self.messages):
+            if message["role"] == "assistant":
+                message["content"] = heard
+                return
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+
+def heard_text(clauses: Iterable[tuple[str, int]], played_ms: int, sample_rate: int) -> str:
+    """What a reply said in its first `played_ms`, cut at a word boundary.
+
+    `clauses` are the reply's (text, samples at `sample_rate`) in order; within
+    the clause playing when the audio stopped, its words are taken as spread
+    evenly over its audio.
+    """
+    remaining = played_ms * sample_rate // 1000
+    heard: list[str] = []
+    for text, samples in clauses:
+        if remaining >= samples:
+            heard.append(text)
+            remaining -= samples
+            continue
+        words = text.split()
+        keep = int(len(words) * remaining / max(1, samples))
+        if keep:
+            heard.append(" ".join(words[:keep]))
+        break
+    return " ".join(heard)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from .asr import Transcript
+from .asr import DEFAULT_ASR_MODEL, Transcript
 from .audio import (
     VAD_RATE,
     AudioFormatError,
@@ -48,6 +48,7 @@ from .frames import (
     SpeechStarted,
     SpeechStopped,
     TextClause,
+    TranscriptFailed,
     TranscriptFinal,
     TranscriptPartial,
     TTSAudio,
@@ -107,6 +108,7 @@ class CallConfig:
     # the LLM's KV cache of it) stays the same for many turns instead of shifting each turn.
     history_budget_chars: int = 2000
     max_utterance_s: float = 30.0
+    asr_model: str = DEFAULT_ASR_MODEL  # a packaged Whisper by name (asr.ASR_MODELS)
 
 
 class ResponseState(enum.Enum):
@@ -456,7 +458,7 @@ class VoiceCall:
 
         async def partial() -> None:
             try:
-                result = await self._inference.transcribe(audio, cfg.language)
+                result = await self._inference.transcribe(audio, cfg.language, cfg.asr_model)
             except InferenceError as exc:
                 log.warning("partial transcript failed: %s", exc)
                 return
@@ -501,6 +503,10 @@ class VoiceCall:
             return
         if response.empty:
             response.state = ResponseState.DONE
+            for frame in response.held:  # the turn's TranscriptFailed: no turn goes unanswered
+                if isinstance(frame, TranscriptFailed):
+                    self._out.put_nowait(frame)
+            response.held.clear()
             return
         previous = self._active
         if previous is not None and previous.state is ResponseState.ACTIVE:
@@ -565,34 +571,51 @@ class VoiceCall:
 
     async def _transcribe(self, response: _Response, audio: np.ndarray) -> Transcript | None:
         response.trace.mark("asr_start")
-        result = await self._inference.transcribe(audio, self.config.language)
+        result = await self._inference.transcribe(
+            audio, self.config.language, self.config.asr_model
+        )
         response.trace.mark("asr_end")
         return result
 
     async def _transcribe_only(self, item_id: str | None, audio: np.ndarray) -> None:
         """Manual mode: the turn's words go to the history; no answer until asked."""
         try:
-            result = await self._inference.transcribe(audio, self.config.language)
+            result = await self._inference.transcribe(
+                audio, self.config.language, self.config.asr_model
+            )
         except InferenceError as exc:
             self._out.put_nowait(ErrorFrame(exc.code, str(exc)))
             return
         if result.text and item_id:
             self._out.put_nowait(TranscriptFinal(item_id, result.text, result.audio_seconds))
             self.add_message("user", result.text)
+        elif item_id:
+            self._out.put_nowait(_failed(item_id, result))
 
     async def _turn(self, response: _Response, audio: np.ndarray) -> None:
         """Final ASR, then the reply; speculative until committed."""
         try:
             result = await self._transcribe(response, audio)
         except InferenceError as exc:
+            if response.item_id:
+                self._emit(response, TranscriptFailed(response.item_id, exc.code, str(exc), 0.0))
             self._fail(response, exc)
             return
         assert result is not None
         previous = response.supersedes
         response.supersedes = None
         if not result.text:
-            log.info("turn %s discarded: %s", response.item_id, result.rejected)
+            log.info(
+                "turn %s discarded: %s (no_speech %.2f, avg_logprob %.2f, %.2f s)",
+                response.item_id,
+                result.rejected,
+                result.no_speech_prob,
+                result.avg_logprob,
+                result.audio_seconds,
+            )
             response.empty = True
+            if response.item_id:
+                self._emit(response, _failed(response.item_id, result))
             if response.state is ResponseState.ACTIVE:
                 response.state = ResponseState.DONE
                 if self._active is response:
@@ -836,6 +859,12 @@ class VoiceCall:
             self._out.put_nowait(
                 ResponseDone(response.id, "failed", response.text, response.trace.spans())
             )
+
+
+def _failed(item_id: str, result: Transcript) -> TranscriptFailed:
+    reason = result.rejected or "empty"
+    message = f"The speech could not be transcribed ({reason.replace('_', ' ')})."
+    return TranscriptFailed(item_id, reason, message, result.audio_seconds)
 
 
 __all__ = ["AudioFormatError", "CallConfig", "VoiceCall"]

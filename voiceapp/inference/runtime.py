@@ -145,4 +145,5 @@ def call_config_from_persona(persona: Persona, *, output_sample_rate: int = 2400
         ),
         interruptions_enabled=bool(persona.interruptions_enabled),
         output_sample_rate=output_sample_rate,
+        asr_model=persona.asr_model,
     )

@@ -53,6 +53,7 @@ class PersonaSerializer(serializers.ModelSerializer):
             "max_call_duration_s",
             "allowed_origins",
             "is_active",
+            "asr_model",
             "created_at",
             "updated_at",
         ]

@@ -48,6 +48,7 @@ PERSONA_FIELDS = (
     "max_call_duration_s",
     "allowed_origins",
     "is_active",
+    "asr_model",
 )
 
 

@@ -89,9 +89,10 @@ class RecordingInference:
         return self.inner.synthesize(text, voice)
 
 
-def live_config() -> CallConfig:
+def live_config(asr_model: str) -> CallConfig:
     """The bench persona's turn-taking (as bench/latency.py) and short spoken replies."""
     return CallConfig(
+        asr_model=asr_model,
         voice=default_voice(),
         instructions=INSTRUCTIONS,
         llm=LLMOptions(max_tokens=40, temperature=0.0),
@@ -116,11 +117,11 @@ def offline(models: LocalInference, model_path: str, clips: list[WerClip]) -> di
 
 
 async def live(
-    models: LocalInference, vad: SileroModel, clips: list[WerClip], seed: int
+    models: LocalInference, vad: SileroModel, clips: list[WerClip], seed: int, asr_model: str
 ) -> dict[str, Any]:
     """One long call: each clip in turn at real-time pace, the agent answering aloud."""
     recorder = RecordingInference(models)
-    call = VoiceCall(live_config(), recorder, vad)
+    call = VoiceCall(live_config(asr_model), recorder, vad)
     frames: asyncio.Queue[Any] = asyncio.Queue()
 
     async def read() -> None:
@@ -148,11 +149,11 @@ async def live(
     readings: dict[str, list[dict[str, Any]]] = {}
     try:
         for clip in clips:
+            recorder.readings.clear()
             lead = dither(np.zeros(int(LEAD_SILENCE_S * RATE), np.float32), rng_seed)
             audio = np.concatenate([lead, clip.samples])
             for i in range(0, len(audio), CHUNK):
                 await tick(audio[i : i + CHUNK])
-            recorder.readings.clear()
             finals: list[str] = []
             reasons: list[str] = []
             quiet_since = time.monotonic()
@@ -229,7 +230,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     runs = []
     for p in range(args.passes):
         print(f"live, one call, pass {p + 1} ...", flush=True)
-        runs.append(await live(models, vad, clips, seed=1000 * p))
+        runs.append(await live(models, vad, clips, seed=1000 * p, asr_model=args.model))
         modes[f"live_{p + 1}"] = runs[-1]["texts"]
     models.close()
     print(table(clips, modes))

@@ -570,12 +570,46 @@ class VoiceCall:
         return self.history[start:]
 
     async def _transcribe(self, response: _Response, audio: np.ndarray) -> Transcript | None:
+        """The turn's final ASR, in a task of the call's own.
+
+        A committed turn whose response is cancelled while its words are still being
+        read (the caller went on talking: barge-in) keeps its transcript: it is
+        emitted when it comes, so the turn does not vanish. A speculative one that
+        is cancelled (the caller resumed) drops its request.
+        """
         response.trace.mark("asr_start")
-        result = await self._inference.transcribe(
-            audio, self.config.language, self.config.asr_model
-        )
+        read: list[Transcript] = []
+
+        async def run() -> None:
+            cfg = self.config
+            read.append(await self._inference.transcribe(audio, cfg.language, cfg.asr_model))
+
+        task = self._spawn(run())
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if response.committed.is_set() and response.item_id and not self._closed:
+                item_id = response.item_id
+                task.add_done_callback(lambda t: self._late_transcript(item_id, t, read))
+            else:
+                task.cancel()
+            raise
         response.trace.mark("asr_end")
-        return result
+        return read[0]
+
+    def _late_transcript(
+        self, item_id: str, task: asyncio.Task[None], read: list[Transcript]
+    ) -> None:
+        if task.cancelled() or self._closed:
+            return
+        exc = task.exception()
+        if exc is not None:
+            self._out.put_nowait(TranscriptFailed(item_id, "asr_failed", str(exc), 0.0))
+        elif read[0].text:
+            self._out.put_nowait(TranscriptFinal(item_id, read[0].text, read[0].audio_seconds))
+            self.add_message("user", read[0].text)
+        else:
+            self._out.put_nowait(_failed(item_id, read[0]))
 
     async def _transcribe_only(self, item_id: str | None, audio: np.ndarray) -> None:
         """Manual mode: the turn's words go to the history; no answer until asked."""

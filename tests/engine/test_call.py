@@ -5,6 +5,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -30,6 +31,7 @@ from voiceapp.engine.frames import (
 from voiceapp.engine.inference import LocalInference
 from voiceapp.engine.llm import LlamaLLM
 from voiceapp.engine.turns import TurnSettings
+from voiceapp.engine.vad import SileroModel
 
 from .conftest import (
     Clip,
@@ -422,3 +424,44 @@ async def test_live_transcripts_are_as_good_as_offline(
         live.append((clip.text, " ".join(f.text for f in of(frames, TranscriptFinal))))
     # then live transcripts have no more word errors than offline ones, give or take 0.02
     assert corpus_wer(live) <= corpus_wer(offline) + 0.02, (live, offline)
+
+
+class GatedASR:
+    """The real models, with transcriptions held until the test opens the gate."""
+
+    def __init__(self, models: LocalInference) -> None:
+        self.models = models
+        self.gate = asyncio.Event()
+
+    async def transcribe(self, audio: np.ndarray, language: str, model: str = "tiny.en") -> Any:
+        await self.gate.wait()
+        return await self.models.transcribe(audio, language, model)
+
+    def generate(self, messages: Any, options: Any) -> Any:
+        return self.models.generate(messages, options)
+
+    def synthesize(self, text: str, voice: Any) -> Any:
+        return self.models.synthesize(text, voice)
+
+
+async def test_turn_cancelled_while_transcribed_keeps_its_words(
+    models: LocalInference, vad_model: SileroModel, clips: dict[str, Clip]
+) -> None:
+    # given a turn that has ended and been committed while its words are still being read
+    asr = GatedASR(models)
+    call = VoiceCall(fast_config(speak=False, partial_interval_ms=0), asr, vad_model)
+    try:
+        audio = np.concatenate([silence(0.3).at(24000), clips["capital"].at(24000)])
+        await feed(call, np.concatenate([audio, silence(1.5).at(24000)]), 24000, realtime=False)
+        frames = await collect_until(call, lambda f: isinstance(f, SpeechStopped), timeout_s=30)
+        # when its response is cancelled before the transcript comes (the caller went on)
+        call.cancel_response()
+        asr.gate.set()
+        frames += await collect_until(call, lambda f: isinstance(f, TranscriptFinal), 30)
+        # then the turn still gets its transcript, for its item, and it is in the history
+        final = of(frames, TranscriptFinal)[0]
+        assert final.item_id == of(frames, SpeechStopped)[0].item_id
+        assert {"capital", "france"} <= words(final.text)
+        assert any(m["role"] == "user" and "capital" in m["content"].lower() for m in call.history)
+    finally:
+        await call.close()

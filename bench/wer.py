@@ -188,6 +188,77 @@ async def live(
     return {"texts": texts, "failures": failures, "asr_ms": asr_ms, "readings": readings}
 
 
+async def _microphone(conn: Any, pcm: bytes, quiet: bytes, done: asyncio.Event) -> None:
+    """Append `pcm` in 20 ms chunks at real-time pace, then `quiet` until `done`."""
+    import base64
+
+    started = time.monotonic()
+    step = CHUNK * 2
+    chunks = [pcm[i : i + step] for i in range(0, len(pcm), step)]
+    n = 0
+    while n < len(chunks) or not done.is_set():
+        data = chunks[n] if n < len(chunks) else quiet
+        await conn.send(
+            {"type": "input_audio_buffer.append", "audio": base64.b64encode(data).decode()}
+        )
+        n += 1
+        await asyncio.sleep(max(0.0, started + n * 0.02 - time.monotonic()))
+
+
+async def live_ws(clips: list[WerClip], asr_model: str) -> dict[str, Any]:
+    """One long call through /v1/realtime with the stock openai SDK (daphne + a worker)."""
+    import tempfile
+
+    from openai import AsyncOpenAI
+
+    from voiceapp.engine.audio import float_to_pcm16
+
+    from .ws import Topology
+
+    texts: dict[str, str] = {}
+    failures: dict[str, list[str]] = {}
+    with tempfile.TemporaryDirectory() as tmp, Topology(Path(tmp), 1) as topo:
+        if asr_model != DEFAULT_ASR_MODEL:
+            topo.patch_persona({"asr_model": asr_model})
+        client = AsyncOpenAI(base_url=f"http://127.0.0.1:{topo.port}/v1", api_key=topo.key)
+        async with client.realtime.connect(model="assistant") as conn:
+            await conn.recv()  # session.created
+            for clip in clips:
+                lead = dither(np.zeros(int(LEAD_SILENCE_S * RATE), np.float32), 1)
+                pcm = float_to_pcm16(np.concatenate([lead, clip.samples]))
+                quiet = float_to_pcm16(dither(np.zeros(CHUNK, np.float32), 2))
+                finals: list[str] = []
+                reasons: list[str] = []
+                done = asyncio.Event()
+                sender = asyncio.ensure_future(_microphone(conn, pcm, quiet, done))
+                try:
+                    quiet_until = time.monotonic() + 30
+                    while time.monotonic() < quiet_until:
+                        try:
+                            async with asyncio.timeout(max(0.1, quiet_until - time.monotonic())):
+                                event = await conn.recv()
+                        except TimeoutError:
+                            break
+                        data = event.model_dump()
+                        kind = data["type"]
+                        if kind == "conversation.item.input_audio_transcription.completed":
+                            finals.append(data["transcript"])
+                        elif kind == "conversation.item.input_audio_transcription.failed":
+                            reasons.append(str(data["error"]["code"]))
+                        elif kind != "response.done":
+                            continue
+                        # the next question after a reply (or failure) and 1.5 s of quiet
+                        quiet_until = time.monotonic() + 1.5
+                finally:
+                    done.set()
+                    await sender
+                texts[clip.name] = " ".join(finals)
+                if reasons:
+                    failures[clip.name] = reasons
+                print(f"  ws {clip.name:<14} {texts[clip.name]!r} {reasons or ''}", flush=True)
+    return {"texts": texts, "failures": failures}
+
+
 def score(clips: list[WerClip], texts: dict[str, str]) -> dict[str, Any]:
     per = {}
     for clip in clips:
@@ -233,6 +304,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         runs.append(await live(models, vad, clips, seed=1000 * p, asr_model=args.model))
         modes[f"live_{p + 1}"] = runs[-1]["texts"]
     models.close()
+    if args.ws:
+        print("live, one call through /v1/realtime (openai SDK) ...", flush=True)
+        ws_run = await live_ws(clips, args.model)
+        modes["ws"] = ws_run["texts"]
     print(table(clips, modes))
     summary: dict[str, Any] = {n: score(clips, texts)["wer"] for n, texts in modes.items()}
     live_wers = [summary[f"live_{p + 1}"] for p in range(args.passes)]
@@ -242,6 +317,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     )
     summary["asr_ms_per_final"] = stats([x for r in runs for x in r["asr_ms"]])
     summary["rejected_turns"] = {f"live_{i + 1}": r["failures"] for i, r in enumerate(runs)}
+    if args.ws:
+        summary["rejected_turns"]["ws"] = ws_run["failures"]
     return {
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": {
@@ -265,6 +342,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", default=DEFAULT_ASR_MODEL, choices=ASR_MODELS, help="ASR model")
     parser.add_argument("--passes", type=int, default=1, help="live calls over all clips")
     parser.add_argument("--only", default="", help="comma-separated clip names")
+    parser.add_argument(
+        "--ws", action="store_true", help="also one call through /v1/realtime (openai SDK)"
+    )
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s", level=logging.WARNING)
     logging.getLogger("voiceapp.engine.call").setLevel(logging.INFO)
     report = asyncio.run(run(parser.parse_args(argv)))

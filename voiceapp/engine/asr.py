@@ -69,6 +69,9 @@ def default_asr_model_path() -> str:
 # Whisper models that ship as packages on the package index (CTranslate2 format).
 ASR_MODELS = ("tiny.en", "base")
 DEFAULT_ASR_MODEL = "tiny.en"
+# Silence after the audio in the encoder window, per model: base reads short windows
+# worse than tiny.en and gains from more (docs/QUALITY.md: 2 s 0.142, 8 s 0.066 WER).
+PAD_SECONDS = {"tiny.en": 2.0, "base": 8.0}
 
 
 def asr_model_path(name: str, cache_dir: str | Path) -> str:

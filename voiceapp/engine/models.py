@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .asr import DEFAULT_ASR_MODEL, WhisperASR, WhisperSettings, asr_model_path
+from .asr import DEFAULT_ASR_MODEL, PAD_SECONDS, WhisperASR, WhisperSettings, asr_model_path
 from .inference import LocalInference
 from .llm import LLM, HttpLLM, HttpLLMSettings, LlamaLLM, LlamaSettings, default_llm_model_path
 from .tts import PiperTTS, VoiceSpec, default_voice_path
@@ -52,6 +52,7 @@ def load_inference(settings: ModelSettings, *, warm_up: bool = True) -> LocalInf
                 model_path=asr_model_path(name, cache_dir),
                 compute_type=settings.asr_compute_type,
                 cpu_threads=settings.asr_threads,
+                pad_seconds=PAD_SECONDS[name],
             )
         )
         if warm_up:
@@ -63,6 +64,7 @@ def load_inference(settings: ModelSettings, *, warm_up: bool = True) -> LocalInf
             model_path=settings.asr_model_path or asr_model_path(settings.asr_model, cache_dir),
             compute_type=settings.asr_compute_type,
             cpu_threads=settings.asr_threads,
+            pad_seconds=PAD_SECONDS.get(settings.asr_model, 2.0),
         )
     )
     http_llm: LLM | None = None

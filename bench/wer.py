@@ -158,9 +158,11 @@ async def live(
             reasons: list[str] = []
             quiet_since = time.monotonic()
             deadline = time.monotonic() + 30
-            # Until the reply is done and the call has been quiet for 1.5 s.
+            # Until the reply has been heard to its end (a polite caller: talking over the
+            # agent is barge-in, tested elsewhere) and the call has been quiet for 1.5 s.
+            answered = False
             while time.monotonic() < deadline and (
-                time.monotonic() - quiet_since < 1.5 or not (finals or reasons)
+                time.monotonic() - quiet_since < 1.5 or not (answered or reasons)
             ):
                 await tick(silence())
                 while not frames.empty():
@@ -170,6 +172,7 @@ async def live(
                     elif isinstance(frame, TranscriptFailed):
                         reasons.append(frame.reason)
                     elif isinstance(frame, ResponseDone):
+                        answered = answered or bool(finals)
                         if frame.latency.get("asr_ms") is not None:
                             asr_ms.append(float(frame.latency["asr_ms"]))  # type: ignore[arg-type]
                     else:
@@ -243,11 +246,13 @@ async def live_ws(clips: list[WerClip], asr_model: str) -> dict[str, Any]:
                         kind = data["type"]
                         if kind == "conversation.item.input_audio_transcription.completed":
                             finals.append(data["transcript"])
-                        elif kind == "conversation.item.input_audio_transcription.failed":
+                            quiet_until = time.monotonic() + 30  # its reply is coming
+                            continue
+                        if kind == "conversation.item.input_audio_transcription.failed":
                             reasons.append(str(data["error"]["code"]))
                         elif kind != "response.done":
                             continue
-                        # the next question after a reply (or failure) and 1.5 s of quiet
+                        # the next question once the reply (or failure) is over, after 1.5 s
                         quiet_until = time.monotonic() + 1.5
                 finally:
                     done.set()

@@ -503,7 +503,7 @@ class VoiceCall:
             return
         if response.empty:
             response.state = ResponseState.DONE
-            for frame in response.held:  # the turn's TranscriptFailed: no turn goes unanswered
+            for frame in response.held:  # its TranscriptFailed: a rejected turn is reported
                 if isinstance(frame, TranscriptFailed):
                     self._out.put_nowait(frame)
             response.held.clear()
@@ -604,7 +604,8 @@ class VoiceCall:
             return
         exc = task.exception()
         if exc is not None:
-            self._out.put_nowait(TranscriptFailed(item_id, "asr_failed", str(exc), 0.0))
+            code = exc.code if isinstance(exc, InferenceError) else "asr_failed"
+            self._out.put_nowait(TranscriptFailed(item_id, code, str(exc), 0.0))
         elif read[0].text:
             self._out.put_nowait(TranscriptFinal(item_id, read[0].text, read[0].audio_seconds))
             self.add_message("user", read[0].text)

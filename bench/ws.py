@@ -146,13 +146,16 @@ class Topology:
 
     def _quiet_persona(self) -> None:
         """The bench measures answers, not greetings."""
+        self.patch_persona({"agent_speaks_first": False, "max_reply_tokens": 60})
+
+    def patch_persona(self, changes: dict[str, Any]) -> None:
         import urllib.request
 
         headers = {"Authorization": f"Bearer {self.key}", "Content-Type": "application/json"}
         base = f"http://127.0.0.1:{self.port}/api/v1/personas/"
         with urllib.request.urlopen(urllib.request.Request(base, headers=headers)) as r:
             persona = json.loads(r.read())[0]
-        body = json.dumps({"agent_speaks_first": False, "max_reply_tokens": 60}).encode()
+        body = json.dumps(changes).encode()
         request = urllib.request.Request(
             f"{base}{persona['id']}/", data=body, method="PATCH", headers=headers
         )

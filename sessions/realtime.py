@@ -37,6 +37,7 @@ from voiceapp.engine.frames import (
     SpeechStarted,
     SpeechStopped,
     TextClause,
+    TranscriptFailed,
     TranscriptFinal,
     TranscriptPartial,
     TTSAudio,
@@ -658,7 +659,10 @@ class RealtimeSession:
         await self._announce_user_item(item_id)
         audio16 = resample(pcm16_to_float(pcm, 1), PCM_RATE, 16000)
         try:
-            transcript = await self._inference.transcribe(audio16, self.call.config.language)
+            config = self.call.config
+            transcript = await self._inference.transcribe(
+                audio16, config.language, config.asr_model
+            )
         except InferenceError as exc:
             await self._send(
                 {
@@ -944,6 +948,21 @@ class RealtimeSession:
         elif isinstance(frame, TranscriptFinal):
             self._partials.pop(frame.item_id, None)
             await self._user_transcript(frame.item_id, frame.text, frame.audio_seconds)
+        elif isinstance(frame, TranscriptFailed):
+            self._partials.pop(frame.item_id, None)
+            await self._send(
+                {
+                    "type": "conversation.item.input_audio_transcription.failed",
+                    "item_id": frame.item_id,
+                    "content_index": 0,
+                    "error": {
+                        "type": "transcription_error",
+                        "code": frame.reason,
+                        "message": frame.message,
+                        "param": None,
+                    },
+                }
+            )
         elif isinstance(frame, ResponseStarted):
             await self._on_response_started(frame)
         elif isinstance(frame, Interruption):

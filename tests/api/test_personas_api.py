@@ -179,3 +179,15 @@ def test_instructions_over_the_limit_are_refused(api: Api) -> None:
 
     assert response.status_code == 400
     assert "instructions" in error_of(response)["details"]
+
+
+def test_asr_model_is_a_persona_setting(api: Api) -> None:
+    # given the default persona (tiny.en)
+    persona_id = api.get("personas/").json()[0]["id"]
+    assert api.get(f"personas/{persona_id}/").json()["asr_model"] == "tiny.en"
+    # when the larger Whisper is chosen, it is kept; an unknown model is refused
+    patched = api.patch(f"personas/{persona_id}/", {"asr_model": "base"})
+    assert patched.status_code == 200 and patched.json()["asr_model"] == "base"
+    refused = api.patch(f"personas/{persona_id}/", {"asr_model": "large-v3"})
+    assert refused.status_code == 400
+    assert Persona.objects.get(pk=persona_id).asr_model == "base"

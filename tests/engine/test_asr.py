@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from voiceapp.engine.asr import collapse_repeats, hallucination_reason
+from voiceapp.engine.asr import collapse_repeats, hallucination_reason, looks_looped
 from voiceapp.engine.inference import LocalInference
 
 from .conftest import Clip, words
@@ -56,3 +56,23 @@ def test_collapse_repeats() -> None:
         "What is the capital of France?"
     )
     assert collapse_repeats("It is late. What is the time") == "It is late. What is the time"
+
+
+def test_collapse_repeats_drops_a_restart_cut_inside_a_word() -> None:
+    assert collapse_repeats("Is they're parking near the bakery? Is they") == (
+        "Is they're parking near the bakery?"
+    )
+    assert collapse_repeats("Is it open? Can I") == "Is it open? Can I"
+
+
+def test_loops_are_recognised() -> None:
+    assert looks_looped("6, 7, 8, 9, 10, 10, 6, 7, 8")
+    assert looks_looped("6, 7, 8, 9, 10, 10, 10, 10, 10")
+    assert not looks_looped("1, 2, 3, 4, 5.")
+    assert not looks_looped("Can you book a table for two people at eight?")
+
+
+def test_numbers_alone_are_words() -> None:
+    # "1, 2, 3, 4, 5." is a counted turn, not an empty one
+    assert hallucination_reason("1, 2, 3, 4, 5.", 0.3, -0.3) is None
+    assert hallucination_reason("7", 0.1, -0.2) is None

@@ -5,10 +5,13 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
+from bench.wer_clips import PAUSE_S, corpus_wer, normalize
+from voiceapp.engine.asr import WhisperASR
 from voiceapp.engine.audio import AudioFormatError, float_to_pcm16, pcm16_to_float, resample
 from voiceapp.engine.call import VoiceCall
 from voiceapp.engine.frames import (
@@ -20,6 +23,7 @@ from voiceapp.engine.frames import (
     SpeechStarted,
     SpeechStopped,
     TextClause,
+    TranscriptFailed,
     TranscriptFinal,
     TranscriptPartial,
     TTSAudio,
@@ -27,6 +31,7 @@ from voiceapp.engine.frames import (
 from voiceapp.engine.inference import LocalInference
 from voiceapp.engine.llm import LlamaLLM
 from voiceapp.engine.turns import TurnSettings
+from voiceapp.engine.vad import SileroModel
 
 from .conftest import (
     Clip,
@@ -257,9 +262,7 @@ async def test_text_only_call_answers_without_synthesis(
 async def test_a_cancelled_text_reply_keeps_what_was_generated(new_call: MakeCall) -> None:
     # given a text-only call generating a long reply (no sentence cap), whose text
     # goes out clause by clause
-    call = new_call(
-        speak=False, max_sentences=1000, llm=replace(fast_config().llm, max_tokens=200)
-    )
+    call = new_call(speak=False, max_sentences=1000, llm=replace(fast_config().llm, max_tokens=200))
     call.add_message("user", "Write a long story about the sea.")
     call.create_response()
     frames: list[Frame] = []
@@ -454,3 +457,123 @@ async def test_speech_over_the_reply_pauses_it_before_it_is_cancelled(
     assert {"weather", "london"} <= words(of(frames, TranscriptFinal)[0].text)
     answer = of(frames, ResponseDone)[-1]
     assert answer.status == "completed" and answer.text
+
+
+async def test_rejected_turn_is_reported_not_dropped(
+    new_call: MakeCall, clips: dict[str, Clip], tmp_path: Path
+) -> None:
+    # given a call hearing a voiced sound that holds no words (VAD says speech)
+    call = new_call()
+    noise = espeak_clip("brrrrrrr pfff tsk tsk", tmp_path, "brr")
+    audio = np.concatenate([silence(0.3).at(24000), noise.at(24000), silence(1.5).at(24000)])
+    await feed(call, audio, 24000, realtime=False)
+    # when the turn ends and its transcript is rejected
+    frames = await collect_until(call, lambda f: isinstance(f, TranscriptFailed), timeout_s=30)
+    # then the client is told why, for the item it saw start and stop, and nothing is answered
+    failed = frames[-1]
+    stopped = of(frames, SpeechStopped)
+    assert stopped and failed.item_id == stopped[-1].item_id
+    assert failed.reason in {"empty", "no_speech", "low_confidence", "hallucination", "repetition"}
+    assert failed.message and failed.audio_seconds > 0.5
+    assert not of(frames, TranscriptFinal) and not of(frames, ResponseStarted)
+
+
+async def say_all(call: VoiceCall, clip: Clip, *, realtime: bool, quiet_s: float = 8.0) -> list:
+    """Say `clip`, then collect every frame until the call has been quiet for `quiet_s`
+    (a turn cut at a pause gives more than one transcript and response)."""
+    audio = np.concatenate([silence(0.3).at(24000), clip.at(24000)])
+    await feed(call, audio, 24000, realtime=realtime)
+    frames: list[Frame] = []
+    quiet_since = time.monotonic()
+    while time.monotonic() - quiet_since < quiet_s:
+        # the line stays open: silence keeps coming, as from a real microphone
+        await feed(call, silence(0.1).at(24000), 24000, realtime=True)
+        while (frame := await call.next_frame(0.01)) is not None:
+            frames.append(frame)
+            quiet_since = time.monotonic()
+    return frames
+
+
+def counted(*numbers: str) -> Clip:
+    """Numbers spoken one by one with short pauses between them, as people count."""
+    parts: list[Clip] = []
+    for number in numbers:
+        parts += [piper_clip(number), silence(PAUSE_S)]
+    return join(*parts[:-1])
+
+
+async def test_counted_numbers_are_a_turn(new_call: MakeCall) -> None:
+    # given someone counting with short pauses ("1, 2, 3, 4, 5." to Whisper: digits only)
+    counting = counted("One,", "two,", "three,", "four,", "five.")
+    call = new_call(speak=False)
+    # when it is spoken
+    frames = await say_all(call, counting, realtime=True)
+    # then the numbers are transcribed, not discarded as empty
+    said = " ".join(f.text for f in of(frames, TranscriptFinal))
+    assert {"one", "two", "three", "four", "five"} <= set(normalize(said)), said
+    assert not of(frames, TranscriptFailed)
+
+
+async def test_live_transcripts_are_as_good_as_offline(
+    new_call: MakeCall, models: LocalInference, tmp_path: Path
+) -> None:
+    # given a few questions the live path used to get wrong: a short one that looped,
+    # counting with pauses, and an accent the short window misheard
+    questions = [
+        piper_clip("Is there parking near the bakery?"),
+        counted("Six,", "seven,", "eight,", "nine,", "ten."),
+        espeak_clip("Could you please explain how to reset my password?", tmp_path, "pw"),
+    ]
+    # when each is read offline (the whole clip, Whisper's full window) and live, at
+    # real-time pace through one call that answers in between
+    asr = models.asr
+    assert isinstance(asr, WhisperASR)
+    offline = [(c.text, asr.read(c.at(16000), "en", full_window=True).text) for c in questions]
+    call = new_call(speak=False)
+    live = []
+    for clip in questions:
+        frames = await say_all(call, clip, realtime=True)
+        live.append((clip.text, " ".join(f.text for f in of(frames, TranscriptFinal))))
+    # then live transcripts have no more word errors than offline ones, give or take 0.02
+    assert corpus_wer(live) <= corpus_wer(offline) + 0.02, (live, offline)
+
+
+class GatedASR:
+    """The real models, with transcriptions held until the test opens the gate."""
+
+    def __init__(self, models: LocalInference) -> None:
+        self.models = models
+        self.gate = asyncio.Event()
+
+    async def transcribe(self, audio: np.ndarray, language: str, model: str = "tiny.en") -> Any:
+        await self.gate.wait()
+        return await self.models.transcribe(audio, language, model)
+
+    def generate(self, messages: Any, options: Any) -> Any:
+        return self.models.generate(messages, options)
+
+    def synthesize(self, text: str, voice: Any) -> Any:
+        return self.models.synthesize(text, voice)
+
+
+async def test_turn_cancelled_while_transcribed_keeps_its_words(
+    models: LocalInference, vad_model: SileroModel, clips: dict[str, Clip]
+) -> None:
+    # given a turn that has ended and been committed while its words are still being read
+    asr = GatedASR(models)
+    call = VoiceCall(fast_config(speak=False, partial_interval_ms=0), asr, vad_model)
+    try:
+        audio = np.concatenate([silence(0.3).at(24000), clips["capital"].at(24000)])
+        await feed(call, np.concatenate([audio, silence(1.5).at(24000)]), 24000, realtime=False)
+        frames = await collect_until(call, lambda f: isinstance(f, SpeechStopped), timeout_s=30)
+        # when its response is cancelled before the transcript comes (the caller went on)
+        call.cancel_response()
+        asr.gate.set()
+        frames += await collect_until(call, lambda f: isinstance(f, TranscriptFinal), 30)
+        # then the turn still gets its transcript, for its item, and it is in the history
+        final = of(frames, TranscriptFinal)[0]
+        assert final.item_id == of(frames, SpeechStopped)[0].item_id
+        assert {"capital", "france"} <= words(final.text)
+        assert any(m["role"] == "user" and "capital" in m["content"].lower() for m in call.history)
+    finally:
+        await call.close()

@@ -149,8 +149,8 @@ class RecordingInference:
         self.inner = inner
         self.prompts: list[list[dict[str, str]]] = []
 
-    async def transcribe(self, audio: np.ndarray, language: str):  # type: ignore[no-untyped-def]
-        return await self.inner.transcribe(audio, language)
+    async def transcribe(self, audio: np.ndarray, language: str, model: str = "tiny.en"):  # type: ignore[no-untyped-def]
+        return await self.inner.transcribe(audio, language, model)
 
     def generate(self, messages, options):  # type: ignore[no-untyped-def]
         self.prompts.append([dict(m) for m in messages])
@@ -170,11 +170,11 @@ class FirstTranscriptFails:
         self.inner = inner
         self.failed = False
 
-    async def transcribe(self, audio: np.ndarray, language: str):  # type: ignore[no-untyped-def]
+    async def transcribe(self, audio: np.ndarray, language: str, model: str = "tiny.en"):  # type: ignore[no-untyped-def]
         if not self.failed:
             self.failed = True
             raise InferenceError("worker went away", "worker_lost")
-        return await self.inner.transcribe(audio, language)
+        return await self.inner.transcribe(audio, language, model)
 
     def generate(self, messages, options):  # type: ignore[no-untyped-def]
         return self.inner.generate(messages, options)

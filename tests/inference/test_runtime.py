@@ -35,6 +35,7 @@ def test_call_config_follows_the_persona(persona: Persona) -> None:
         max_reply_tokens=50,
         temperature=0.3,
         interruptions_enabled=False,
+        asr_model="base",
     )
     # when the engine config is built
     config = runtime.call_config_from_persona(persona, output_sample_rate=16000)
@@ -49,6 +50,7 @@ def test_call_config_follows_the_persona(persona: Persona) -> None:
     assert config.interruptions_enabled is False
     assert config.output_sample_rate == 16000
     assert config.greeting == persona.greeting
+    assert config.asr_model == "base"
 
 
 def test_call_config_carries_the_facts_in_order(persona: Persona) -> None:

@@ -8,6 +8,7 @@ import asyncio
 import base64
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -733,3 +734,48 @@ def test_idle_call_says_goodbye_and_ends(
     assert of_type(events, "error")[-1]["error"]["code"] == "idle_timeout"
     assert code == 1000
     assert Call.objects.get().end_reason == "idle_timeout"
+
+
+def test_rejected_turn_gets_a_transcription_failed_event(
+    voice_server: LiveServer,
+    secret_key_a: str,
+    quiet_persona: Persona,
+    question_pcm: bytes,
+    tmp_path: Path,
+) -> None:
+    # given a caller who first makes a voiced sound with no words in it, then asks
+    from tests.engine.conftest import espeak_clip
+    from tests.sessions.conftest import pcm24
+
+    noise = espeak_clip("brrrrrrr pfff tsk tsk", tmp_path, "brr")
+    sound = pcm24(noise.samples, noise.rate)
+
+    async def scenario() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        client = AsyncOpenAI(base_url=f"{voice_server.url}/v1", api_key=secret_key_a)
+        async with client.realtime.connect(model="assistant") as conn:
+            sender = asyncio.ensure_future(stream_audio(conn.send, sound))
+            try:
+                rejected = await events_until(
+                    conn,
+                    lambda e: e["type"] == "conversation.item.input_audio_transcription.failed",
+                )
+            finally:
+                await sender
+            return rejected, await speak_until_done(conn, question_pcm)
+
+    rejected, answered = asyncio.run(scenario())
+    wait_calls_ended()
+
+    # then the sound's item is committed and then reported as failed, with the reason
+    failed = of_type(rejected, "conversation.item.input_audio_transcription.failed")[0]
+    committed = of_type(rejected, "input_audio_buffer.committed")
+    assert committed and failed["item_id"] == committed[-1]["item_id"]
+    assert failed["content_index"] == 0
+    assert failed["error"]["type"] == "transcription_error"
+    assert failed["error"]["code"] in {"empty", "no_speech", "low_confidence", "repetition"}
+    assert failed["error"]["message"]
+    assert not of_type(rejected, "response.created")
+    # and the call goes on: the question after it is transcribed and answered
+    transcript = of_type(answered, "conversation.item.input_audio_transcription.completed")[0]
+    assert {"capital", "france"} <= set(transcript["transcript"].lower().strip("?.").split())
+    assert of_type(answered, "response.done")[0]["response"]["status"] == "completed"

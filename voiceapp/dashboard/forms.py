@@ -7,7 +7,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest
 
-from voiceapp.personas.models import Persona, PersonaFact, Voice
+from voiceapp.personas.models import ASRModel, Persona, PersonaFact, Voice
 from voiceapp.tenants.models import LLMEndpoint, Organization, Role, User
 from voiceapp.tenants.services import organization_create, origins_normalize
 
@@ -61,6 +61,17 @@ class PersonaForm(forms.ModelForm):
         help_text="Sites that may start calls with this persona, besides the key's own. "
         "One per line.",
     )
+    # Optional in the form (forms posted without it keep the default model).
+    asr_model = forms.ChoiceField(
+        choices=ASRModel.choices,
+        required=False,
+        initial=ASRModel.TINY_EN,
+        label="Speech recognition model",
+        help_text="Whisper base hears more words right; each turn takes longer to transcribe.",
+    )
+
+    def clean_asr_model(self) -> str:
+        return str(self.cleaned_data.get("asr_model") or ASRModel.TINY_EN)
 
     class Meta:
         model = Persona
@@ -84,6 +95,7 @@ class PersonaForm(forms.ModelForm):
             "max_call_duration_s",
             "allowed_origins",
             "llm_endpoint",
+            "asr_model",
         ]
         widgets = {
             "instructions": forms.Textarea(attrs={"rows": 6}),

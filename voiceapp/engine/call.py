@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from .asr import Transcript
+from .asr import DEFAULT_ASR_MODEL, Transcript
 from .audio import (
     VAD_RATE,
     AudioFormatError,
@@ -54,6 +54,7 @@ from .frames import (
     SpeechStarted,
     SpeechStopped,
     TextClause,
+    TranscriptFailed,
     TranscriptFinal,
     TranscriptPartial,
     TTSAudio,
@@ -132,6 +133,7 @@ class CallConfig:
     # the LLM's KV cache of it) stays the same for many turns instead of shifting each turn.
     history_budget_chars: int = 2000
     max_utterance_s: float = 30.0
+    asr_model: str = DEFAULT_ASR_MODEL  # a packaged Whisper by name (asr.ASR_MODELS)
 
 
 class VoiceCall:
@@ -493,7 +495,7 @@ class VoiceCall:
 
         async def partial() -> None:
             try:
-                result = await self._inference.transcribe(audio, cfg.language)
+                result = await self._inference.transcribe(audio, cfg.language, cfg.asr_model)
             except InferenceError as exc:
                 log.warning("partial transcript failed: %s", exc)
                 return
@@ -543,7 +545,7 @@ class VoiceCall:
         if response.state is not ResponseState.SPECULATIVE:
             return
         if response.empty:
-            response.discard()
+            response.discard(report=TranscriptFailed)  # a rejected turn is reported
             return
         previous = self._active
         if previous is not None and previous.active:
@@ -570,21 +572,62 @@ class VoiceCall:
         return self._prompt.messages(history, instructions)
 
     async def _transcribe(self, response: Response, audio: np.ndarray) -> Transcript | None:
+        """The turn's final ASR, in a task of the call's own.
+
+        A committed turn whose response is cancelled while its words are still being
+        read (the caller went on talking: barge-in) keeps its transcript: it is
+        emitted when it comes, so the turn does not vanish. A speculative one that
+        is cancelled (the caller resumed) drops its request.
+        """
         response.trace.mark("asr_start")
-        result = await self._inference.transcribe(audio, self.config.language)
+        read: list[Transcript] = []
+
+        async def run() -> None:
+            cfg = self.config
+            read.append(await self._inference.transcribe(audio, cfg.language, cfg.asr_model))
+
+        task = self._spawn(run())
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if response.committed.is_set() and response.item_id and not self._closed:
+                item_id = response.item_id
+                task.add_done_callback(lambda t: self._late_transcript(item_id, t, read))
+            else:
+                task.cancel()
+            raise
         response.trace.mark("asr_end")
-        return result
+        return read[0]
+
+    def _late_transcript(
+        self, item_id: str, task: asyncio.Task[None], read: list[Transcript]
+    ) -> None:
+        if task.cancelled() or self._closed:
+            return
+        exc = task.exception()
+        if exc is not None:
+            code = exc.code if isinstance(exc, InferenceError) else "asr_failed"
+            self._out.put_nowait(TranscriptFailed(item_id, code, str(exc), 0.0))
+        elif read[0].text:
+            self._out.put_nowait(TranscriptFinal(item_id, read[0].text, read[0].audio_seconds))
+            self.add_message("user", read[0].text)
+        else:
+            self._out.put_nowait(_failed(item_id, read[0]))
 
     async def _transcribe_only(self, item_id: str | None, audio: np.ndarray) -> None:
         """Manual mode: the turn's words go to the history; no answer until asked."""
         try:
-            result = await self._inference.transcribe(audio, self.config.language)
+            result = await self._inference.transcribe(
+                audio, self.config.language, self.config.asr_model
+            )
         except InferenceError as exc:
             self._out.put_nowait(ErrorFrame(exc.code, str(exc)))
             return
         if result.text and item_id:
             self._out.put_nowait(TranscriptFinal(item_id, result.text, result.audio_seconds))
             self.add_message("user", result.text)
+        elif item_id:
+            self._out.put_nowait(_failed(item_id, result))
 
     async def _turn(self, response: Response, audio: np.ndarray) -> None:
         """Final ASR, then the reply; speculative until committed."""
@@ -597,6 +640,8 @@ class VoiceCall:
         except InferenceError as exc:
             if judging and self._speculative is response:
                 self._detector.set_hint(None)
+            if response.item_id:
+                response.emit(TranscriptFailed(response.item_id, exc.code, str(exc), 0.0))
             self._fail(response, exc)
             return
         assert result is not None
@@ -605,8 +650,17 @@ class VoiceCall:
         previous = response.supersedes
         response.supersedes = None
         if not result.text:
-            log.info("turn %s discarded: %s", response.item_id, result.rejected)
+            log.info(
+                "turn %s discarded: %s (no_speech %.2f, avg_logprob %.2f, %.2f s)",
+                response.item_id,
+                result.rejected,
+                result.no_speech_prob,
+                result.avg_logprob,
+                result.audio_seconds,
+            )
             response.empty = True
+            if response.item_id:
+                response.emit(_failed(response.item_id, result))
             if response.active:
                 response.discard()
                 if self._active is response:
@@ -943,6 +997,12 @@ def _barge_in_settings(config: CallConfig) -> BargeInSettings:
         confirm_ms=config.barge_in_min_ms,
         resume_ms=config.barge_in_resume_ms,
     )
+
+
+def _failed(item_id: str, result: Transcript) -> TranscriptFailed:
+    reason = result.rejected or "empty"
+    message = f"The speech could not be transcribed ({reason.replace('_', ' ')})."
+    return TranscriptFailed(item_id, reason, message, result.audio_seconds)
 
 
 __all__ = ["AudioFormatError", "CallConfig", "VoiceCall"]

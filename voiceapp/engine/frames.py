@@ -56,6 +56,20 @@ class TranscriptFinal(Frame):
 
 
 @dataclass(frozen=True, slots=True)
+class TranscriptFailed(Frame):
+    """A user turn whose speech gave no usable transcript, so it is not answered.
+
+    `reason` is the ASR's: "empty", "no_speech", "low_confidence", "hallucination",
+    "repetition", "too_short", or "asr_failed" when the model itself failed.
+    """
+
+    item_id: str
+    reason: str
+    message: str
+    audio_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
 class ResponseStarted(Frame):
     response_id: str
 

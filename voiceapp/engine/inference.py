@@ -22,7 +22,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
-from .asr import ASR, Transcript
+from .asr import ASR, DEFAULT_ASR_MODEL, Transcript
 from .eou import EndOfTurnScorer
 from .llm import LLM, LLMError, LLMOptions, Message
 from .tts import TTS, VoiceSpec
@@ -61,7 +61,9 @@ class Stream(Protocol[T_co]):
 
 
 class Inference(Protocol):
-    async def transcribe(self, audio: np.ndarray, language: str) -> Transcript: ...
+    async def transcribe(
+        self, audio: np.ndarray, language: str, model: str = DEFAULT_ASR_MODEL
+    ) -> Transcript: ...
 
     def generate(self, messages: list[Message], options: LLMOptions) -> Stream[str]: ...
 
@@ -159,8 +161,14 @@ class LocalInference:
         asr_slots: int = 2,
         tts_slots: int = 2,
         max_threads: int = 16,
+        asr_model: str = DEFAULT_ASR_MODEL,
+        asr_loader: Callable[[str], ASR] | None = None,
     ) -> None:
         self.asr = asr
+        # Other ASR models by name, loaded on first use (a persona's larger Whisper).
+        self._asrs: dict[str, ASR] = {asr_model: asr}
+        self._asr_loader = asr_loader
+        self._asr_load_lock = threading.Lock()
         self.llm = llm
         self.http_llm = http_llm
         self.tts = tts
@@ -171,13 +179,34 @@ class LocalInference:
         self._asr_slot = threading.Semaphore(asr_slots)
         self._tts_slot = threading.Semaphore(tts_slots)
 
-    async def transcribe(self, audio: np.ndarray, language: str) -> Transcript:
+    def _asr_named(self, model: str) -> ASR:
+        with self._asr_load_lock:
+            asr = self._asrs.get(model)
+            if asr is None:
+                if self._asr_loader is None:
+                    raise InferenceError(f"ASR model {model!r} is not loaded", "asr_failed")
+                asr = self._asrs[model] = self._asr_loader(model)
+            return asr
+
+    async def transcribe(
+        self, audio: np.ndarray, language: str, model: str = DEFAULT_ASR_MODEL
+    ) -> Transcript:
+        # A request whose caller gave up while it waited for the model (a speculative
+        # transcript the user spoke over) is dropped instead of keeping the model busy.
+        abandoned = threading.Event()
+
         def run() -> Transcript:
+            asr = self._asr_named(model)
             with self._asr_slot:
-                return self.asr.transcribe(audio, language)
+                if abandoned.is_set():
+                    raise InferenceError("transcription abandoned", "asr_cancelled")
+                return asr.transcribe(audio, language)
 
         try:
             return await asyncio.get_running_loop().run_in_executor(self.executor, run)
+        except asyncio.CancelledError:
+            abandoned.set()
+            raise
         except InferenceError:
             raise
         except Exception as exc:
@@ -233,8 +262,10 @@ class EndpointInference:
         self.llm = llm
         self._executor = executor
 
-    async def transcribe(self, audio: np.ndarray, language: str) -> Transcript:
-        return await self.inner.transcribe(audio, language)
+    async def transcribe(
+        self, audio: np.ndarray, language: str, model: str = DEFAULT_ASR_MODEL
+    ) -> Transcript:
+        return await self.inner.transcribe(audio, language, model)
 
     def generate(self, messages: list[Message], options: LLMOptions) -> ThreadStream[str]:
         llm = self.llm

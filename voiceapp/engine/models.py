@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import logging
+import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
-from .asr import WhisperASR, WhisperSettings, default_asr_model_path
+from .asr import (
+    DEFAULT_ASR_MODEL,
+    PAD_SECONDS,
+    WhisperASR,
+    WhisperSettings,
+    asr_model_path,
+)
 from .eou import EndOfTurnScorer, EndOfTurnSettings
 from .inference import LocalInference
 from .llm import LLM, HttpLLM, HttpLLMSettings, LlamaLLM, LlamaSettings, default_llm_model_path
@@ -19,7 +27,9 @@ log = logging.getLogger(__name__)
 class ModelSettings:
     """Deployment-wide model configuration; empty paths mean the packaged defaults."""
 
-    asr_model_path: str = ""
+    asr_model_path: str = ""  # set: this CTranslate2 directory instead of `asr_model`
+    asr_model: str = DEFAULT_ASR_MODEL  # a packaged model by name (asr.ASR_MODELS)
+    asr_cache_dir: str = ""  # where a model that ships in parts is joined ("" = temp dir)
     asr_compute_type: str = "int8"
     asr_threads: int = 2
     llm_model_path: str = ""
@@ -42,11 +52,27 @@ def default_voice() -> VoiceSpec:
 def load_inference(settings: ModelSettings, *, warm_up: bool = True) -> LocalInference:
     """Load ASR, LLM and TTS in this process; returns them behind `LocalInference`."""
     started = time.monotonic()
+    cache_dir = settings.asr_cache_dir or Path(tempfile.gettempdir()) / "voiceapp-models"
+
+    def load_asr(name: str) -> WhisperASR:
+        asr = WhisperASR(
+            WhisperSettings(
+                model_path=asr_model_path(name, cache_dir),
+                compute_type=settings.asr_compute_type,
+                cpu_threads=settings.asr_threads,
+                pad_seconds=PAD_SECONDS[name],
+            )
+        )
+        if warm_up:
+            asr.warm_up()
+        return asr
+
     asr = WhisperASR(
         WhisperSettings(
-            model_path=settings.asr_model_path or default_asr_model_path(),
+            model_path=settings.asr_model_path or asr_model_path(settings.asr_model, cache_dir),
             compute_type=settings.asr_compute_type,
             cpu_threads=settings.asr_threads,
+            pad_seconds=PAD_SECONDS.get(settings.asr_model, 2.0),
         )
     )
     http_llm: LLM | None = None
@@ -83,4 +109,13 @@ def load_inference(settings: ModelSettings, *, warm_up: bool = True) -> LocalInf
         if eou is not None:
             eou.warm_up()
     log.info("models loaded in %.1f s", time.monotonic() - started)
-    return LocalInference(asr, llm, tts, http_llm=http_llm, eou=eou, llm_slots=llm.slots)
+    return LocalInference(
+        asr,
+        llm,
+        tts,
+        http_llm=http_llm,
+        eou=eou,
+        llm_slots=llm.slots,
+        asr_model=settings.asr_model,
+        asr_loader=load_asr,
+    )

@@ -157,10 +157,16 @@ class Response:
             self.out(frame)
         self.committed.set()
 
-    def discard(self) -> None:
-        """End without a word (its turn held no words): nothing goes out."""
+    def discard(self, *, report: type[Frame] | None = None) -> None:
+        """End without a word (its turn held no words): nothing goes out, except the
+        held frames of type `report` (the turn's `TranscriptFailed`, so a rejected
+        turn is reported)."""
         self._move(ResponseState.DONE)
-        self._held.clear()
+        held, self._held = self._held, []
+        if report is not None:
+            for frame in held:
+                if isinstance(frame, report):
+                    self.out(frame)
 
     def done(self, status: ResponseStatus = "completed") -> str | None:
         """Finish an active response: `ResponseDone` goes out; returns the reply's text.

@@ -32,7 +32,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from voiceapp.engine.asr import Transcript
+from voiceapp.engine.asr import DEFAULT_ASR_MODEL, Transcript
 from voiceapp.engine.audio import float_to_pcm16, pcm16_to_float
 from voiceapp.engine.inference import AudioChunk, InferenceError
 from voiceapp.engine.llm import LLMOptions, Message
@@ -347,10 +347,11 @@ class ChannelsInference:
         while len(self._affinity) > self.settings.affinity_sessions:
             self._affinity.popitem(last=False)
 
-    async def transcribe(self, audio: np.ndarray, language: str) -> Transcript:
-        stream: ChannelStream[Transcript] = ChannelStream(
-            self, "asr", {"audio": float_to_pcm16(audio), "language": language}, _decode_transcript
-        )
+    async def transcribe(
+        self, audio: np.ndarray, language: str, model: str = DEFAULT_ASR_MODEL
+    ) -> Transcript:
+        payload = {"audio": float_to_pcm16(audio), "language": language, "model": model}
+        stream: ChannelStream[Transcript] = ChannelStream(self, "asr", payload, _decode_transcript)
         try:
             async for transcript in stream:
                 return transcript

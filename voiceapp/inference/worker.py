@@ -19,7 +19,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Coroutine, Mapping
 from typing import Any
 
-from voiceapp.engine.asr import Transcript
+from voiceapp.engine.asr import DEFAULT_ASR_MODEL, Transcript
 from voiceapp.engine.audio import float_to_pcm16, pcm16_to_float
 from voiceapp.engine.inference import LocalInference
 from voiceapp.engine.llm import LLMOptions
@@ -212,7 +212,9 @@ class InferenceWorker:
 
     async def _asr(self, reply: str, request_id: str, payload: dict[str, Any]) -> None:
         audio = pcm16_to_float(bytes(payload["audio"]))
-        t: Transcript = await self.inference.transcribe(audio, str(payload.get("language", "en")))
+        language = str(payload.get("language", "en"))
+        model = str(payload.get("model") or DEFAULT_ASR_MODEL)
+        t: Transcript = await self.inference.transcribe(audio, language, model)
         await self._send(
             reply,
             {

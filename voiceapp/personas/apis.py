@@ -82,6 +82,7 @@ class PersonaSerializer(serializers.ModelSerializer):
             "allowed_origins",
             "is_active",
             "llm_endpoint",
+            "asr_model",
             "created_at",
             "updated_at",
         ]

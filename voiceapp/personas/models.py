@@ -44,6 +44,13 @@ def validate_slug_not_reserved(value: str) -> None:
         raise ValidationError(f"“{value}” is reserved; choose another slug.")
 
 
+class ASRModel(models.TextChoices):
+    """The packaged Whisper models (voiceapp.engine.asr.ASR_MODELS)."""
+
+    TINY_EN = "tiny.en", "Whisper tiny.en (fastest)"
+    BASE = "base", "Whisper base (more accurate, slower)"
+
+
 class Persona(models.Model):
     """An agent a business configures: what it says, how it sounds, how it takes turns."""
 
@@ -135,6 +142,13 @@ class Persona(models.Model):
         on_delete=models.SET_NULL,
         related_name="personas",
         verbose_name="LLM endpoint",
+    )
+    asr_model = models.CharField(
+        "speech recognition model",
+        max_length=20,
+        choices=ASRModel.choices,
+        default=ASRModel.TINY_EN,
+        help_text="Whisper base hears more words right and takes longer per turn than tiny.en.",
     )
 
     class Meta:

@@ -52,6 +52,7 @@ PERSONA_FIELDS = (
     "allowed_origins",
     "is_active",
     "llm_endpoint",
+    "asr_model",
 )
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from django.core.management.base import BaseCommand, CommandError
 
-from voiceapp.engine.asr import Transcript
+from voiceapp.engine.asr import DEFAULT_ASR_MODEL, Transcript
 from voiceapp.engine.audio import (
     AudioFormatError,
     check_rate,
@@ -83,11 +83,13 @@ class _WatchedInference:
         self.idle = asyncio.Event()
         self.idle.set()
 
-    async def transcribe(self, audio: np.ndarray, language: str) -> Transcript:
+    async def transcribe(
+        self, audio: np.ndarray, language: str, model: str = DEFAULT_ASR_MODEL
+    ) -> Transcript:
         self._in_flight += 1
         self.idle.clear()
         try:
-            return await self._inner.transcribe(audio, language)
+            return await self._inner.transcribe(audio, language, model)
         finally:
             self._in_flight -= 1
             if not self._in_flight:

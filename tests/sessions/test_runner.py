@@ -195,6 +195,8 @@ def test_a_personas_endpoint_answers_its_calls(tenant_a: Tenant, llm_server: LLM
         api_key=llm_server.api_key,
         is_default=True,
     )
+    persona = tenant_a.org.personas.get()
+    persona_update(persona=persona, temperature=0.0)  # the same reply on every run
     grant = grant_for(tenant_a)
     before = llm_server.completions()
     # when the caller asks a question

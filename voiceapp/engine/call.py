@@ -831,7 +831,9 @@ class VoiceCall:
         cfg = self.config
         check = cfg.grounding and self._prompt.grounded
         settings = GuardSettings(
-            max_sentences=cfg.max_sentences if cfg.grounding else 1000,
+            # The cap is for a business's agent (a persona with knowledge); a persona
+            # without facts may be set up for long replies (a story, a recipe).
+            max_sentences=cfg.max_sentences if check else 1000,
             language=cfg.language if cfg.grounding else "",
             check_numbers=check,
             decline=cfg.decline_text,

@@ -9,6 +9,7 @@ from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from voiceapp.api.viewsets import OrgModelViewSet
 from voiceapp.engine.knowledge import Fact
 from voiceapp.personas.models import MAX_FACTS_PER_PERSONA, LLMBackend, Persona, PersonaFact, Voice
 from voiceapp.personas.selectors import (
@@ -97,14 +98,7 @@ class PersonaSerializer(serializers.ModelSerializer):
         return persona_update(persona=instance, **validated_data)
 
 
-class PersonaViewSet(
-    mixins.ListModelMixin,
-    mixins.CreateModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.UpdateModelMixin,
-    mixins.DestroyModelMixin,
-    viewsets.GenericViewSet,
-):
+class PersonaViewSet(OrgModelViewSet):
     """The organization's personas."""
 
     serializer_class = PersonaSerializer
@@ -112,12 +106,6 @@ class PersonaViewSet(
 
     def get_queryset(self) -> Any:
         return persona_list(org=self.request.user.org)
-
-    def get_serializer_context(self) -> dict[str, Any]:
-        context = super().get_serializer_context()
-        if getattr(self.request, "user", None) is not None and hasattr(self.request.user, "org"):
-            context["org"] = self.request.user.org
-        return context
 
     def perform_destroy(self, instance: Persona) -> None:
         persona_delete(persona=instance)

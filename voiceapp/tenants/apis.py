@@ -10,11 +10,12 @@ from dataclasses import asdict
 from typing import Any
 
 from drf_spectacular.utils import extend_schema, inline_serializer
-from rest_framework import mixins, serializers, viewsets
+from rest_framework import serializers
 from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from voiceapp.api.viewsets import OrgModelViewSet
 from voiceapp.tenants.models import LLMEndpoint
 from voiceapp.tenants.selectors import llm_endpoint_list
 from voiceapp.tenants.services import (
@@ -77,14 +78,7 @@ EndpointCheckSerializer = inline_serializer(
 )
 
 
-class LLMEndpointViewSet(
-    mixins.ListModelMixin,
-    mixins.CreateModelMixin,
-    mixins.RetrieveModelMixin,
-    mixins.UpdateModelMixin,
-    mixins.DestroyModelMixin,
-    viewsets.GenericViewSet,
-):
+class LLMEndpointViewSet(OrgModelViewSet):
     """The organization's OpenAI-compatible LLM endpoints."""
 
     serializer_class = LLMEndpointSerializer
@@ -92,12 +86,6 @@ class LLMEndpointViewSet(
 
     def get_queryset(self) -> Any:
         return llm_endpoint_list(org=self.request.user.org)
-
-    def get_serializer_context(self) -> dict[str, Any]:
-        context = super().get_serializer_context()
-        if getattr(self.request, "user", None) is not None and hasattr(self.request.user, "org"):
-            context["org"] = self.request.user.org
-        return context
 
     def perform_destroy(self, instance: LLMEndpoint) -> None:
         llm_endpoint_delete(endpoint=instance)

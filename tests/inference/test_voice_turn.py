@@ -6,6 +6,7 @@ from io import StringIO
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
@@ -69,6 +70,13 @@ def voiced_ms(vad_model: SileroModel, clip: Clip, threshold: float) -> int:
     return longest * CHUNK_MS
 
 
+def audio_levels(audio: np.ndarray) -> str:
+    """Where the sound is, to tell a silent or clipped reply from a misread one."""
+    quarters = np.array_split(np.abs(audio), 4)
+    rms = [round(float(np.sqrt(np.mean(q**2))), 4) for q in quarters]
+    return f"peak {float(np.max(np.abs(audio))):.3f}, rms by quarter {rms}"
+
+
 def heard(models: LocalInference, path: Path) -> str:
     audio, rate = read_wav(path)
     return models.asr.transcribe(resample(audio, rate, 16000), "en").text
@@ -105,7 +113,9 @@ def test_voice_turn_answers_a_float_wav_question(
     audio, rate = read_wav(reply)
     assert rate == 24000 and len(audio) > rate // 2
     assert abs(len(audio) / rate - result["reply_seconds"]) < 0.01
-    assert words(heard(models, reply)) & words(result["reply"])
+    transcript = models.asr.transcribe(resample(audio, rate, 16000), "en")
+    loudness = audio_levels(audio)
+    assert words(transcript.text) & words(result["reply"]), f"{transcript}, {loudness}"
 
 
 @pytest.mark.django_db

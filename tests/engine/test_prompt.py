@@ -123,3 +123,22 @@ def test_sentences_addressed_to_the_agent_are_not_facts() -> None:
     )
 
     assert facts_from_instructions(instructions) == [Fact("Our phone number is 555-0199.")]
+
+
+def test_greetings_and_questions_about_the_call_are_small_talk() -> None:
+    # "today" alone matched the opening hours; "Facts: none" made the model decline
+    for text in ("How are you today?", "Hello, can you hear me?", "Good morning!"):
+        turn = bakery().turn(text)
+        assert turn.content == f"Caller: {text}", text
+        assert turn.direct is None and not turn.matches, text
+
+
+def test_a_greeting_with_a_question_still_gets_its_fact() -> None:
+    turn = bakery().turn("Good morning, are you open today?")
+
+    assert turn.content.startswith("Facts: ") and "open" in turn.content
+    assert turn.direct is not None
+
+
+def test_asking_how_to_call_is_not_small_talk() -> None:
+    assert bakery().turn("How can I call you?").matches

@@ -121,6 +121,17 @@ _CALL_WORDS = frozenset(
 )
 
 
+# Words of greetings and pleasantries: a turn made only of these and call words
+# ("How are you today?", "Good morning!") is small talk, not a question about the
+# business, even though "today" or "morning" would match the opening hours.
+_GREETING_WORDS = frozenset(
+    terms("today tonight morning afternoon evening good great going nice well okay sorry")
+)
+# Turns made only of these get no facts. "call" and "line" are left out: "How can
+# I call you?" asks for the phone number.
+_SMALL_TALK_WORDS = (_CALL_WORDS | _GREETING_WORDS) - frozenset(terms("call line"))
+
+
 def is_question(text: str) -> bool:
     """Whether the caller's words ask for something (Whisper marks most with "?")."""
     return text.rstrip().endswith("?") or bool(_QUESTION_START.search(text))
@@ -178,6 +189,11 @@ class PromptBuilder:
         """The user message for the caller's words `text`, with its retrieved facts."""
         if not self.grounded:
             return Turn(text, ())
+        if not set(terms(text)) - _SMALL_TALK_WORDS:
+            # Small talk or a question about the call itself ("Can you hear me?"): no
+            # facts, and no "Facts: none" line, which a small model reads as a cue to
+            # decline.
+            return Turn(self._content(text, None, chat=True), ())
         matches = tuple(self.knowledge.retrieve(text))
         facts = " ".join(m.fact.answer.strip() for m in matches) or None
         direct = None

@@ -194,7 +194,8 @@ class RealtimeSession:
         await self.close(reason)
 
     async def fail(self, what: str) -> None:
-        """An unexpected error: end the call now rather than go on in an unknown state."""
+        """An unexpected error (call from its `except` block): end the call now
+        rather than go on in an unknown state."""
         log.exception("session %s: %s failed; ending the call", self.id, what)
         await self.end("error", goodbye=False)
 
@@ -251,7 +252,8 @@ class RealtimeSession:
         except asyncio.CancelledError:
             raise
         except Exception:
-            self._spawn(self.fail("output"))
+            log.exception("session %s: output failed; ending the call", self.id)
+            self._spawn(self.end("error", goodbye=False))
 
     # ----- translator host ---------------------------------------------------
 

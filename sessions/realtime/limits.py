@@ -24,7 +24,7 @@ MAX_ITEM_TEXT_CHARS = 8_000  # one conversation.item.create, all parts: "invalid
 MAX_ITEM_CONTENT_PARTS = 16  # content parts of one item: "invalid_value"
 MAX_CLIENT_ITEMS = 200  # conversation.item.create per call: "conversation_item_limit"
 MAX_INSTRUCTIONS_CHARS = 16_000  # session or response instructions: "invalid_value"
-MAX_HISTORY_ITEMS = 200  # kept in memory (and copied to the live store); oldest dropped, no error
+MAX_HISTORY_ITEMS = 100  # kept in memory (and copied to the live store); oldest dropped, no error
 MAX_RECORDED_ITEMS = 500  # transcript rows written per call; later items are not stored, no error
 
 # Replies.

@@ -434,3 +434,49 @@ def test_the_record_stops_at_the_item_cap_and_the_live_copy_is_bounded() -> None
     assert inner.items == ["u0", "u1", "u2"]
     assert inner.truncated == ["u0"]
     assert inner.history_sizes == [2]
+
+
+def test_a_long_call_keeps_a_bounded_history_in_memory_and_in_the_live_store(
+    tenant_a: Tenant,
+) -> None:
+    # given a call that is sent more items than the history keeps
+    from sessions.realtime.limits import MAX_HISTORY_ITEMS
+
+    grant = grant_for(tenant_a)
+    count = MAX_HISTORY_ITEMS + 20
+
+    async def scenario() -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+        transport = ListTransport()
+        session = await start_realtime_session(grant=grant, transport=transport, client_info={})
+        try:
+            for n in range(count):
+                await session.handle_text(
+                    json.dumps(
+                        {
+                            "type": "conversation.item.create",
+                            "item": {
+                                "role": "system",
+                                "content": [{"type": "input_text", "text": f"note {n}"}],
+                            },
+                        }
+                    )
+                )
+            for _ in range(100):  # the live copy is written in the background
+                stored = await live_store().load(str(uuid.UUID(session.id.removeprefix("sess_"))))
+                if (
+                    stored
+                    and stored["history"]
+                    and stored["history"][-1]["content"] == f"note {count - 1}"
+                ):
+                    break
+                await asyncio.sleep(0.05)
+            return list(session.call.history), list(stored["history"] if stored else [])
+        finally:
+            await session.close("hangup")
+
+    in_memory, stored = asyncio.run(scenario())
+
+    # then both keep only the latest messages, in order
+    expected = [f"note {n}" for n in range(count - MAX_HISTORY_ITEMS, count)]
+    assert [m["content"] for m in in_memory] == expected
+    assert [m["content"] for m in stored] == expected

@@ -215,6 +215,7 @@ async def start_realtime_session(
             recorder=recorder,
             resolve_voice=_resolve_voice,
             elapsed_offset_s=offset_s,
+            public=bool(grant.origin),  # a widget (publishable-key) caller
         )
         await session.start()
         if grant.session_config:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.conf import settings
@@ -21,7 +20,11 @@ from sessions.auth import (
 )
 from sessions.ice import ice_servers
 from sessions.models import ClientSecret
-from voiceapp.personas.models import Persona
+from sessions.realtime import ClientError
+from sessions.realtime.settings import SessionSettings, parse_session_update
+from voiceapp import safejson
+from voiceapp.inference.runtime import call_config_from_persona
+from voiceapp.personas.models import Persona, Voice
 
 MAX_BODY_BYTES = 64 * 1024
 
@@ -44,8 +47,8 @@ def _json_body(request: HttpRequest) -> dict[str, Any]:
     if request.content_type != "application/json":
         raise AuthError("unsupported_media_type", "Send the body as application/json.", 415)
     try:
-        body = json.loads(request.body)
-    except ValueError as exc:
+        body = safejson.loads(request.body)
+    except safejson.JSONInputError as exc:
         raise AuthError("invalid_json", f"The body is not valid JSON: {exc}.", 400) from exc
     if not isinstance(body, dict):
         raise AuthError("invalid_json", "The body must be a JSON object.", 400)
@@ -79,6 +82,19 @@ def client_secrets(request: HttpRequest) -> JsonResponse:
             raise AuthError("invalid_value", "session and expires_after must be objects.", 400)
         ttl = client_secret_ttl(expires_after.get("seconds"))
         org, persona = persona_for_secret_key_sync(raw.strip(), model=session.get("model"))
+        problem = session_config_problem(persona, session)
+        if problem is not None:
+            return JsonResponse(
+                {
+                    "error": {
+                        "type": "invalid_request_error",
+                        "code": problem.code,
+                        "message": problem.message,
+                        "param": problem.param,
+                    }
+                },
+                status=400,
+            )
         if _rate_limited(f"secrets:{org.pk}", settings.SESSION_START_RATE_LIMIT_PER_MIN):
             raise AuthError("rate_limit_exceeded", "Too many client secrets; slow down.", 429)
         secret, value = client_secret_create(
@@ -98,6 +114,26 @@ def client_secrets(request: HttpRequest) -> JsonResponse:
             },
         }
     )
+
+
+def session_config_problem(persona: Persona, session: dict[str, Any]) -> ClientError | None:
+    """Why a client secret's session config would be refused by the call, checked
+    by the same parser the call uses, so a bad config fails at mint time."""
+    current = SessionSettings.from_config(call_config_from_persona(persona))
+    parsed = parse_session_update(session, current)
+    if isinstance(parsed, ClientError):
+        return parsed
+    voice = parsed.voice_id
+    if (
+        voice != current.voice_id
+        and not Voice.objects.filter(voice_id=voice, is_available=True).exists()
+    ):
+        return ClientError(
+            "invalid_value",
+            f"Unknown voice “{voice}”; list them at /api/v1/voices/.",
+            "session.audio.output.voice",
+        )
+    return None
 
 
 def _cors(request: HttpRequest) -> dict[str, str]:

@@ -43,6 +43,12 @@ from django.views.decorators.csrf import csrf_exempt
 
 from sessions.auth import AuthError, CallGrant, grant_from_client_secret
 from sessions.ice import ice_servers
+from sessions.realtime import new_id
+from sessions.realtime.limits import (
+    MAX_CHANNEL_BUFFERED_BYTES,
+    MAX_INBOUND_MESSAGES,
+    MAX_PENDING_EVENTS,
+)
 from sessions.runner import call_id_from_session, start_realtime_session
 from voiceapp.engine.audio import StreamResampler, float_to_pcm16, pcm16_to_float
 
@@ -54,7 +60,6 @@ FRAME_SAMPLES = RATE * FRAME_MS // 1000
 FRAME_BYTES = FRAME_SAMPLES * 2
 EVENTS_LABEL = "oai-events"
 MAX_OFFER_BYTES = 64 * 1024
-MAX_PENDING_EVENTS = 2000
 CLIENT_GONE = frozenset({"hangup", "lost", "error"})  # end reasons where nobody is listening
 
 
@@ -157,7 +162,9 @@ class WebRTCTransport:
     """Events on the `oai-events` data channel, audio on the outgoing track.
 
     Events sent before the client's data channel is open are kept (in order,
-    bounded) and delivered when it opens.
+    bounded) and delivered when it opens. On an open channel, a client that
+    stops reading lets unsent data pile up in the SCTP buffer; past
+    `MAX_CHANNEL_BUFFERED_BYTES` the call ends as lost instead.
     """
 
     name = "webrtc"
@@ -189,6 +196,13 @@ class WebRTCTransport:
         text = json.dumps(event, separators=(",", ":"))
         channel = self.channel
         if channel is not None and channel.readyState == "open":
+            if channel.bufferedAmount + len(text) > MAX_CHANNEL_BUFFERED_BYTES:
+                if self.close_code is None:
+                    log.info(
+                        "data channel: %d bytes unread; ending the call", channel.bufferedAmount
+                    )
+                    await self.close(1011, "lost")
+                return
             self._drain()
             channel.send(text)
         elif channel is None or channel.readyState == "connecting":
@@ -293,7 +307,7 @@ class WebRTCCall:
         self._ended = asyncio.Event()
         self._closed = asyncio.Event()
         self._tasks: set[asyncio.Task[Any]] = set()
-        self._messages: asyncio.Queue[str] = asyncio.Queue()
+        self._messages: asyncio.Queue[str] = asyncio.Queue(maxsize=MAX_INBOUND_MESSAGES)
         self._inputs: list[MediaStreamTrack] = []
         self.pc.on("track", self._on_track)
         self.pc.on("datachannel", self._on_datachannel)
@@ -355,7 +369,22 @@ class WebRTCCall:
     def _on_message(self, message: str | bytes) -> None:
         if isinstance(message, bytes):
             message = message.decode("utf-8", errors="replace")
-        self._messages.put_nowait(message)
+        try:
+            self._messages.put_nowait(message)
+        except asyncio.QueueFull:  # the client sends faster than its events are handled
+            busy = {
+                "type": "error",
+                "event_id": new_id("event"),
+                "error": {
+                    "type": "invalid_request_error",
+                    "code": "rate_limit_exceeded",
+                    "message": f"More than {MAX_INBOUND_MESSAGES} events are waiting; "
+                    "this one was dropped.",
+                    "param": None,
+                    "event_id": None,
+                },
+            }
+            self._spawn(self.transport.send_event(busy))
 
     def _on_connection_state(self) -> None:
         state = self.pc.connectionState

@@ -90,3 +90,23 @@ def test_truncating_the_reply_keeps_what_was_heard() -> None:
         "Earlier reply.",
         "We open at nine. On Sundays we open",
     ]
+
+
+def test_keep_last_bounds_the_history_and_keeps_what_is_sent() -> None:
+    # given a long history whose caller turns are sent with facts
+    history = History()
+    for n in range(10):
+        history.add("user", f"q{n}", sent=f"facts + q{n}")
+        history.add("assistant", f"a{n}")
+    # when only the latest four messages are kept
+    history.keep_last(4)
+    # then those four remain, each still sent as before
+    assert [m["content"] for m in history.messages] == ["q8", "a8", "q9", "a9"]
+    assert [m["content"] for m in history.for_llm(10_000)] == [
+        "facts + q8",
+        "a8",
+        "facts + q9",
+        "a9",
+    ]
+    history.keep_last(10)
+    assert len(history) == 4

@@ -519,3 +519,44 @@ def test_server_peer_uses_the_stun_servers_of_the_settings(settings: Any) -> Non
     # and on loopback it takes none
     settings.WEBRTC_LOOPBACK_ONLY = True
     assert webrtc.server_ice_servers() == []
+
+
+async def test_a_client_that_stops_reading_events_ends_the_call(rtc_settings: Any) -> None:
+    # given two real peers on loopback with the events channel open
+    from sessions.realtime.limits import MAX_CHANNEL_BUFFERED_BYTES
+
+    webrtc.install_loopback_filter()
+    server = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+    client = RTCPeerConnection(RTCConfiguration(iceServers=[]))
+    opened = asyncio.Event()
+    channel = client.createDataChannel("oai-events")
+    server.on("datachannel", lambda ch: (server_channels.append(ch), opened.set()))
+    server_channels: list[Any] = []
+    closed: list[str] = []
+
+    async def on_close(reason: str) -> None:
+        closed.append(reason)
+
+    output = webrtc.OutputAudioTrack()
+    transport = webrtc.WebRTCTransport(output, on_close)
+    try:
+        await client.setLocalDescription(await client.createOffer())
+        await server.setRemoteDescription(client.localDescription)
+        await server.setLocalDescription(await server.createAnswer())
+        await client.setRemoteDescription(server.localDescription)
+        await asyncio.wait_for(opened.wait(), 15)
+        transport.attach(server_channels[0])
+        assert channel.readyState == "open"
+        # when the server sends events faster than they can go out (without yielding)
+        event = {"type": "response.output_text.delta", "delta": "x" * 60_000}
+        for _ in range(2 * MAX_CHANNEL_BUFFERED_BYTES // 60_000):
+            await transport.send_event(event)
+            if closed:
+                break
+        # then the unsent data stays bounded and the call ends as lost
+        assert server_channels[0].bufferedAmount <= MAX_CHANNEL_BUFFERED_BYTES
+        assert closed == ["lost"] and transport.close_code == 1011
+    finally:
+        output.stop()
+        await client.close()
+        await server.close()

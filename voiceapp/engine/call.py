@@ -242,6 +242,10 @@ class VoiceCall:
             sent = turn.content if turn.direct is None else None
         self._history.add(role, text, sent=sent)
 
+    def trim_history(self, max_messages: int) -> None:
+        """Keep only the latest `max_messages` messages of the history."""
+        self._history.keep_last(max_messages)
+
     def update_config(self, config: CallConfig) -> None:
         """Apply new settings (instructions, voice, turn detection ...) from the next turn on."""
         self.config = config

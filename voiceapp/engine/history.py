@@ -71,6 +71,15 @@ class History:
                 message["content"] = heard
                 return
 
+    def keep_last(self, count: int) -> None:
+        """Forget all but the latest `count` messages (a bound on a long call's memory)."""
+        dropped = len(self.messages) - count
+        if dropped <= 0:
+            return
+        del self.messages[:dropped]
+        self._sent = {i - dropped: text for i, text in self._sent.items() if i >= dropped}
+        self._start = max(0, self._start - dropped)
+
     def __len__(self) -> int:
         return len(self.messages)
 

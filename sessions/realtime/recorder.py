@@ -1,0 +1,88 @@
+"""Where a session writes its call record, and the bounds on what it writes.
+
+`Recorder` is what the session needs (sessions/runner.py's `DbRecorder` writes
+rows and the live store). `CappedRecorder` wraps one so that a call writes at
+most `MAX_RECORDED_ITEMS` transcript rows and copies at most
+`MAX_HISTORY_ITEMS` messages to the live store."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Protocol
+
+from sessions.realtime.limits import MAX_HISTORY_ITEMS, MAX_RECORDED_ITEMS
+
+log = logging.getLogger(__name__)
+
+
+class Recorder(Protocol):
+    """Where the session writes the call record as it goes."""
+
+    async def user_item(self, item_id: str, text: str, at_s: float) -> None: ...
+
+    async def assistant_item(
+        self, item_id: str, text: str, at_s: float, interrupted: bool
+    ) -> None: ...
+
+    async def truncate(self, item_id: str, text: str) -> None: ...
+
+    async def turn(
+        self, response_id: str, status: str, at_s: float, spans: dict[str, Any]
+    ) -> None: ...
+
+    async def alive(self, history: list[dict[str, str]]) -> None: ...
+
+    async def heartbeat(self) -> None: ...
+
+    async def ended(self, reason: str) -> None: ...
+
+
+class CappedRecorder:
+    """A `Recorder` that stops writing items past the per-call cap."""
+
+    def __init__(
+        self,
+        inner: Recorder,
+        *,
+        max_items: int = MAX_RECORDED_ITEMS,
+        max_history: int = MAX_HISTORY_ITEMS,
+    ) -> None:
+        self.inner = inner
+        self.max_items = max_items
+        self.max_history = max_history
+        self.items = 0
+        self._recorded: set[str] = set()
+
+    def _take(self, item_id: str) -> bool:
+        if self.items >= self.max_items:
+            if self.items == self.max_items:
+                log.info("call record: item cap %d reached; later items are not stored", self.items)
+                self.items += 1  # log once
+            return False
+        self.items += 1
+        self._recorded.add(item_id)
+        return True
+
+    async def user_item(self, item_id: str, text: str, at_s: float) -> None:
+        if self._take(item_id):
+            await self.inner.user_item(item_id, text, at_s)
+
+    async def assistant_item(self, item_id: str, text: str, at_s: float, interrupted: bool) -> None:
+        if self._take(item_id):
+            await self.inner.assistant_item(item_id, text, at_s, interrupted)
+
+    async def truncate(self, item_id: str, text: str) -> None:
+        if item_id in self._recorded:
+            await self.inner.truncate(item_id, text)
+
+    async def turn(self, response_id: str, status: str, at_s: float, spans: dict[str, Any]) -> None:
+        await self.inner.turn(response_id, status, at_s, spans)
+
+    async def alive(self, history: list[dict[str, str]]) -> None:
+        await self.inner.alive(history[-self.max_history :])
+
+    async def heartbeat(self) -> None:
+        await self.inner.heartbeat()
+
+    async def ended(self, reason: str) -> None:
+        await self.inner.ended(reason)

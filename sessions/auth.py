@@ -198,13 +198,9 @@ def grant_revocation_sync(grant: CallGrant) -> AuthError | None:
         return AuthError("api_key_revoked", "The API key of this call was revoked.")
     if (
         grant.publishable_key_id is not None
-        and not PublishableKey.objects.filter(
-            pk=grant.publishable_key_id, revoked_at=None
-        ).exists()
+        and not PublishableKey.objects.filter(pk=grant.publishable_key_id, revoked_at=None).exists()
     ):
-        return AuthError(
-            "publishable_key_revoked", "The publishable key of this call was revoked."
-        )
+        return AuthError("publishable_key_revoked", "The publishable key of this call was revoked.")
     return None
 
 

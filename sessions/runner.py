@@ -258,7 +258,11 @@ async def _claim_lost_call(
     if call_id is None or not await store.claim_lost(call_id, principal=grant.principal):
         raise refused
     state = await store.load(call_id)
-    if state is None or state.get("org_id") != grant.org_id or state.get("persona_id") != persona_id:
+    if (
+        state is None
+        or state.get("org_id") != grant.org_id
+        or state.get("persona_id") != persona_id
+    ):
         if state is not None:  # another persona of the same key: leave it resumable
             await store.mark_lost(
                 call_id, principal=grant.principal, ttl_s=settings.CALL_RESUME_WINDOW_S

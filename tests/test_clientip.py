@@ -70,9 +70,7 @@ def start_widget(key: PublishableKey, forwarded_for: str, remote: str = "10.0.0.
 
 
 @pytest.mark.django_db
-def test_behind_a_proxy_each_client_has_its_own_limit(
-    widget_key: PublishableKey, settings
-) -> None:  # type: ignore[no-untyped-def]
+def test_behind_a_proxy_each_client_has_its_own_limit(widget_key: PublishableKey, settings) -> None:  # type: ignore[no-untyped-def]
     # given one proxy of ours in front (it appends the address it saw)
     settings.TRUSTED_PROXY_HOPS = 1
 
@@ -89,9 +87,7 @@ def test_behind_a_proxy_each_client_has_its_own_limit(
 
 
 @pytest.mark.django_db
-def test_without_proxies_the_header_is_ignored(
-    widget_key: PublishableKey, settings
-) -> None:  # type: ignore[no-untyped-def]
+def test_without_proxies_the_header_is_ignored(widget_key: PublishableKey, settings) -> None:  # type: ignore[no-untyped-def]
     settings.TRUSTED_PROXY_HOPS = 0
 
     codes = [start_widget(widget_key, f"198.51.100.{n}") for n in range(3)]

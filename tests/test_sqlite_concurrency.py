@@ -58,7 +58,8 @@ async def one_call():
     return errors
 
 async def main():
-    return [e for errors in await asyncio.gather(*(one_call() for _ in range({CALLS}))) for e in errors]
+    per_call = await asyncio.gather(*(one_call() for _ in range({CALLS})))
+    return [e for errors in per_call for e in errors]
 
 errors = asyncio.run(main())
 with connection.cursor() as cursor:

@@ -118,9 +118,7 @@ def test_a_lost_call_resumes_once_per_drop(
     assert after_second_drop == ["resumed", "resume_not_possible"]
 
 
-def test_a_resumed_call_takes_a_slot(
-    tenant_a: Tenant, quiet_persona: Persona, settings
-) -> None:  # type: ignore[no-untyped-def]
+def test_a_resumed_call_takes_a_slot(tenant_a: Tenant, quiet_persona: Persona, settings) -> None:  # type: ignore[no-untyped-def]
     settings.ORG_MAX_CONCURRENT_CALLS = 1
     settings.CALL_RESUME_WINDOW_S = 5
     _, grant = key_grant(tenant_a)
@@ -207,9 +205,7 @@ def test_revoking_a_secret_key_ends_its_live_calls(
     async def scenario() -> tuple[float, ListTransport, ListTransport, int]:
         transport, bystander = ListTransport(), ListTransport()
         session = await start_realtime_session(grant=grant, transport=transport, client_info={})
-        other = await start_realtime_session(
-            grant=other_grant, transport=bystander, client_info={}
-        )
+        other = await start_realtime_session(grant=other_grant, transport=bystander, client_info={})
         await asyncio.sleep(0.5)
         # when the key is revoked
         await database_sync_to_async(secret_key_revoke)(key=key)

@@ -12,8 +12,8 @@ from sessions.auth import AuthError, CallGrant
 from sessions.models import Call
 from sessions.runner import start_realtime_session
 from tests.conftest import Tenant
-from tests.support.transports import ListTransport
 from tests.support.llm_server import LLMServer
+from tests.support.transports import ListTransport
 from voiceapp.engine.knowledge import Fact
 from voiceapp.personas.services import persona_fact_create, persona_update
 from voiceapp.tenants.services import llm_endpoint_create, secret_key_create

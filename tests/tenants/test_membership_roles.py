@@ -81,9 +81,7 @@ REMOVE = [
 def test_remove_matrix(team: Team, actor: str, target: str, expected: str) -> None:
     membership = team.target(target)
 
-    outcome = _outcome(
-        lambda: membership_remove(membership=membership, actor=team.actor(actor))
-    )
+    outcome = _outcome(lambda: membership_remove(membership=membership, actor=team.actor(actor)))
 
     assert outcome == expected
     assert Membership.objects.filter(pk=membership.pk).exists() == (expected != "ok")
@@ -108,9 +106,7 @@ ROLE_CHANGE = [
 
 
 @pytest.mark.parametrize(("actor", "target", "role", "expected"), ROLE_CHANGE)
-def test_role_change_matrix(
-    team: Team, actor: str, target: str, role: str, expected: str
-) -> None:
+def test_role_change_matrix(team: Team, actor: str, target: str, role: str, expected: str) -> None:
     membership = team.target(target)
 
     outcome = _outcome(
@@ -189,9 +185,7 @@ def test_team_page_refuses_an_admin_demoting_an_owner(team: Team) -> None:
     owner = team.target(OWNER)
     client = _client(team.actor(ADMIN))
 
-    response = client.post(
-        reverse("dashboard:membership_role", args=[owner.pk]), {"role": MEMBER}
-    )
+    response = client.post(reverse("dashboard:membership_role", args=[owner.pk]), {"role": MEMBER})
 
     assert response.status_code == 302
     assert _messages(response) == ["Only an owner can demote an owner."]

@@ -183,11 +183,11 @@ def membership_remove(*, membership: Membership, actor: User) -> None:
         if membership.role == Role.OWNER and manager.role != Role.OWNER:
             raise PermissionDenied("Only an owner can remove an owner.")
     if membership.role == Role.OWNER and not _other_owners_exist(membership):
+        need_owner = "An organization needs at least one owner"
         raise ValidationError(
-            "An organization needs at least one owner: make someone else an owner "
-            "before you leave."
+            f"{need_owner}: make someone else an owner before you leave."
             if leaving
-            else "An organization needs at least one owner."
+            else f"{need_owner}."
         )
     membership.delete()
 

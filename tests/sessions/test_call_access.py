@@ -4,12 +4,14 @@ in a slot of its own; and calls that end when their key is revoked."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 from typing import Any
 
 import pytest
 from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
 
 from sessions.auth import (
     AuthError,
@@ -18,6 +20,7 @@ from sessions.auth import (
     grant_from_client_secret_sync,
     grant_from_secret_key_sync,
 )
+from sessions.consumers import RealtimeConsumer
 from sessions.live import live_store
 from sessions.models import Call
 from sessions.runner import start_realtime_session
@@ -309,3 +312,38 @@ def test_client_secrets_remember_who_minted_them(
 
     assert grant.secret_key_id == key.pk
     assert grant.principal == f"sk:{key.pk}"
+
+
+def test_a_websocket_call_on_a_revoked_key_gets_an_error_then_closes(
+    tenant_a: Tenant, quiet_persona: Persona
+) -> None:
+    key, raw = secret_key_create(org=tenant_a.org, name="ws")
+
+    async def scenario() -> tuple[float, list[dict[str, Any]], dict[str, Any]]:
+        communicator = WebsocketCommunicator(
+            RealtimeConsumer.as_asgi(),
+            "/v1/realtime?model=assistant",
+            headers=[(b"authorization", f"Bearer {raw}".encode())],
+        )
+        connected, _ = await communicator.connect()
+        assert connected
+        events = [json.loads(await communicator.receive_from(timeout=30))]
+        await database_sync_to_async(secret_key_revoke)(key=key)
+        revoked_at = time.monotonic()
+        while True:
+            message = await communicator.receive_output(timeout=6)
+            if message["type"] == "websocket.close":
+                took = time.monotonic() - revoked_at
+                break
+            events.append(json.loads(message["text"]))
+        await communicator.wait(timeout=10)
+        return took, events, message
+
+    took, events, close = asyncio.run(scenario())
+
+    assert took < 5.0
+    assert events[0]["type"] == "session.created"
+    assert events[-1]["type"] == "error"
+    assert events[-1]["error"]["code"] == "api_key_revoked"
+    assert close["code"] == 1000
+    assert Call.objects.get().end_reason == "revoked"

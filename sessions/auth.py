@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from sessions.models import ClientSecret
 from voiceapp.personas.models import Persona
-from voiceapp.tenants.models import Organization, PublishableKey
+from voiceapp.tenants.models import Organization, PublishableKey, SecretKey, User
 from voiceapp.tenants.services import origin_normalize, secret_key_authenticate, token_hash
 
 
@@ -36,14 +36,29 @@ class AuthError(Exception):
 
 @dataclass(frozen=True)
 class CallGrant:
-    """Permission for one call: which org, which persona, and the session settings
-    a client secret was created with."""
+    """Permission for one call: which org, which persona, the session settings
+    a client secret was created with, and who stands behind it (the secret or
+    publishable key, or the member on the dashboard, that minted it)."""
 
     org_id: int
     persona_id: int
     persona_slug: str
     session_config: dict[str, Any]
     origin: str = ""
+    secret_key_id: int | None = None
+    publishable_key_id: int | None = None
+    user_id: int | None = None
+
+    @property
+    def principal(self) -> str:
+        """Who may resume this call: the same key, or the same member. Empty when unknown."""
+        if self.secret_key_id is not None:
+            return f"sk:{self.secret_key_id}"
+        if self.publishable_key_id is not None:
+            return f"pk:{self.publishable_key_id}"
+        if self.user_id is not None:
+            return f"user:{self.user_id}"
+        return ""
 
 
 def _persona_for(org: Organization, model: str | None) -> Persona:
@@ -64,7 +79,11 @@ def grant_from_secret_key_sync(raw: str, *, model: str | None) -> CallGrant:
         raise AuthError("invalid_api_key", "The API key is invalid or revoked.")
     persona = _persona_for(key.org, model)
     return CallGrant(
-        org_id=key.org_id, persona_id=persona.pk, persona_slug=persona.slug, session_config={}
+        org_id=key.org_id,
+        persona_id=persona.pk,
+        persona_slug=persona.slug,
+        session_config={},
+        secret_key_id=key.pk,
     )
 
 
@@ -95,7 +114,15 @@ def client_secret_create(
     ttl_s: int,
     origin: str = "",
     session_config: dict[str, Any] | None = None,
+    secret_key: SecretKey | None = None,
+    publishable_key: PublishableKey | None = None,
+    created_by: User | None = None,
 ) -> tuple[ClientSecret, str]:
+    """A new client secret, minted by one of `secret_key`, `publishable_key` or
+    `created_by` (a member on the dashboard). It dies with its key, and only the
+    same minter may resume a call it opened."""
+    if sum(x is not None for x in (secret_key, publishable_key, created_by)) > 1:
+        raise ValueError("a client secret is minted by one key or one member")
     raw = "ek_" + secrets.token_urlsafe(32)
     secret = ClientSecret.objects.create(
         org=org,
@@ -104,6 +131,9 @@ def client_secret_create(
         expires_at=timezone.now() + timedelta(seconds=ttl_s),
         origin=origin,
         session_config=session_config or {},
+        secret_key=secret_key,
+        publishable_key=publishable_key,
+        created_by=created_by,
     )
     return secret, raw
 
@@ -114,8 +144,8 @@ def grant_from_client_secret_sync(raw: str, *, model: str | None) -> CallGrant:
         raise AuthError("invalid_client_secret", "The client secret is malformed.")
     with transaction.atomic():
         secret = (
-            ClientSecret.objects.select_for_update()
-            .select_related("persona")
+            ClientSecret.objects.select_for_update(of=("self",))
+            .select_related("persona", "secret_key", "publishable_key")
             .filter(value_hash=token_hash(raw))
             .first()
         )
@@ -125,6 +155,10 @@ def grant_from_client_secret_sync(raw: str, *, model: str | None) -> CallGrant:
             raise AuthError("client_secret_used", "The client secret was already used.")
         if secret.expires_at <= timezone.now():
             raise AuthError("client_secret_expired", "The client secret has expired.")
+        if _minting_key_revoked(secret):
+            raise AuthError(
+                "client_secret_revoked", "The key that created this client secret was revoked."
+            )
         if model and model != secret.persona.slug:
             raise AuthError(
                 "model_mismatch", "The client secret was issued for another persona.", 403
@@ -139,22 +173,49 @@ def grant_from_client_secret_sync(raw: str, *, model: str | None) -> CallGrant:
         persona_slug=secret.persona.slug,
         session_config=secret.session_config,
         origin=secret.origin,
+        secret_key_id=secret.secret_key_id,
+        publishable_key_id=secret.publishable_key_id,
+        user_id=secret.created_by_id,
     )
 
 
 grant_from_client_secret = sync_to_async(grant_from_client_secret_sync)
 
 
-def persona_for_secret_key_sync(raw: str, *, model: str | None) -> tuple[Organization, Persona]:
+def _minting_key_revoked(secret: ClientSecret) -> bool:
+    if secret.secret_key is not None and secret.secret_key.revoked_at is not None:
+        return True
+    return secret.publishable_key is not None and secret.publishable_key.revoked_at is not None
+
+
+def grant_revocation_sync(grant: CallGrant) -> AuthError | None:
+    """Why a running call may no longer go on: its key was revoked (or deleted)
+    since the call started. None while it may."""
+    if (
+        grant.secret_key_id is not None
+        and not SecretKey.objects.filter(pk=grant.secret_key_id, revoked_at=None).exists()
+    ):
+        return AuthError("api_key_revoked", "The API key of this call was revoked.")
+    if (
+        grant.publishable_key_id is not None
+        and not PublishableKey.objects.filter(pk=grant.publishable_key_id, revoked_at=None).exists()
+    ):
+        return AuthError("publishable_key_revoked", "The publishable key of this call was revoked.")
+    return None
+
+
+def persona_for_secret_key_sync(raw: str, *, model: str | None) -> tuple[SecretKey, Persona]:
     key = secret_key_authenticate(raw=raw)
     if key is None:
         raise AuthError("invalid_api_key", "The API key is invalid or revoked.")
-    return key.org, _persona_for(key.org, model)
+    return key, _persona_for(key.org, model)
 
 
-def widget_grant_sync(*, key: str, persona_slug: str, origin: str) -> tuple[Persona, str]:
-    """Check a publishable key and the page's Origin for the widget; the persona
-    and the normalized origin when allowed."""
+def widget_grant_sync(
+    *, key: str, persona_slug: str, origin: str
+) -> tuple[PublishableKey, Persona, str]:
+    """Check a publishable key and the page's Origin for the widget; the key, the
+    persona and the normalized origin when allowed."""
     if not origin:
         raise AuthError("origin_required", "The widget must be used from a web page (Origin).", 403)
     try:
@@ -172,4 +233,4 @@ def widget_grant_sync(*, key: str, persona_slug: str, origin: str) -> tuple[Pers
             f"{normalized} may not use this key; add it to the key's allowed origins.",
             403,
         )
-    return persona, normalized
+    return pk, persona, normalized

@@ -15,6 +15,7 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from sessions.auth import AuthError, grant_from_client_secret, grant_from_secret_key
 from sessions.realtime import RealtimeSession, new_id
 from sessions.runner import start_realtime_session
+from voiceapp.clientip import client_ip_from_scope
 
 log = logging.getLogger(__name__)
 
@@ -59,9 +60,8 @@ class RealtimeConsumer(AsyncWebsocketConsumer):
                     "Authenticate with “Authorization: Bearer sk_...” or a client secret "
                     "subprotocol “openai-insecure-api-key.ek_...”.",
                 )
-            client = self.scope.get("client") or ("", 0)
             info = {
-                "ip": str(client[0]),
+                "ip": client_ip_from_scope(self.scope),
                 "user_agent": _header(self.scope, b"user-agent")[:300],
                 "origin": _header(self.scope, b"origin")[:200],
             }

@@ -1,6 +1,11 @@
 """Live call state: which calls are up (for the per-org cap) and what a call
 needs to resume after a dropped connection. Redis in production, this
-process's memory in the embedded default."""
+process's memory in the embedded default.
+
+Every connected socket holds one slot of its org's cap, a resumed call too. A
+call whose connection dropped leaves a "lost" marker naming its principal (the
+key or member behind it); resuming takes the marker away atomically, so a call
+is resumed at most once per drop, and never while it is still connected."""
 
 from __future__ import annotations
 
@@ -16,8 +21,7 @@ HEARTBEAT_TTL_S = 30
 _ACQUIRE = """
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
 if redis.call('ZSCORE', KEYS[1], ARGV[3]) then
-  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
-  return 1
+  return 0
 end
 if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[4]) then
   redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
@@ -27,15 +31,33 @@ end
 return 0
 """
 
+_CLAIM = """
+if ARGV[1] ~= '' and redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  return 1
+end
+return 0
+"""
+
 
 class LiveStore(Protocol):
-    async def acquire(self, *, org_id: int, call_id: str, cap: int) -> bool: ...
+    async def acquire(self, *, org_id: int, call_id: str, cap: int) -> bool:
+        """Take a slot for `call_id`: false at the cap, or when it already holds one."""
+        ...
+
     async def heartbeat(self, *, org_id: int, call_id: str) -> None: ...
     async def release(self, *, org_id: int, call_id: str) -> None: ...
     async def active(self, *, org_id: int) -> int: ...
     async def save(self, call_id: str, state: dict[str, Any], ttl_s: int) -> None: ...
     async def load(self, call_id: str) -> dict[str, Any] | None: ...
     async def delete(self, call_id: str) -> None: ...
+    async def mark_lost(self, call_id: str, *, principal: str, ttl_s: int) -> None:
+        """The call's connection dropped: `principal` may resume it within `ttl_s`."""
+        ...
+
+    async def claim_lost(self, call_id: str, *, principal: str) -> bool:
+        """Take the lost marker if `principal` set it: true at most once per drop."""
+        ...
 
 
 class RedisLiveStore:
@@ -50,6 +72,9 @@ class RedisLiveStore:
 
     def _call(self, call_id: str) -> str:
         return f"{self._prefix}:call:{call_id}"
+
+    def _lost(self, call_id: str) -> str:
+        return f"{self._prefix}:lost:{call_id}"
 
     async def acquire(self, *, org_id: int, call_id: str, cap: int) -> bool:
         now = time.time()
@@ -84,7 +109,13 @@ class RedisLiveStore:
         return json.loads(raw) if raw else None
 
     async def delete(self, call_id: str) -> None:
-        await self._redis.delete(self._call(call_id))
+        await self._redis.delete(self._call(call_id), self._lost(call_id))
+
+    async def mark_lost(self, call_id: str, *, principal: str, ttl_s: int) -> None:
+        await self._redis.set(self._lost(call_id), principal, ex=ttl_s)
+
+    async def claim_lost(self, call_id: str, *, principal: str) -> bool:
+        return bool(await self._redis.eval(_CLAIM, 1, self._lost(call_id), principal))
 
     async def aclose(self) -> None:
         await self._redis.aclose()
@@ -96,6 +127,7 @@ class MemoryLiveStore:
     def __init__(self) -> None:
         self._orgs: dict[int, dict[str, float]] = {}
         self._state: dict[str, tuple[float, dict[str, Any]]] = {}
+        self._lost: dict[str, tuple[float, str]] = {}
         self._lock = asyncio.Lock()
 
     def _live(self, org_id: int) -> dict[str, float]:
@@ -108,7 +140,7 @@ class MemoryLiveStore:
     async def acquire(self, *, org_id: int, call_id: str, cap: int) -> bool:
         async with self._lock:
             calls = self._live(org_id)
-            if call_id not in calls and len(calls) >= cap:
+            if call_id in calls or len(calls) >= cap:
                 return False
             calls[call_id] = time.time() + HEARTBEAT_TTL_S
             return True
@@ -133,6 +165,18 @@ class MemoryLiveStore:
 
     async def delete(self, call_id: str) -> None:
         self._state.pop(call_id, None)
+        self._lost.pop(call_id, None)
+
+    async def mark_lost(self, call_id: str, *, principal: str, ttl_s: int) -> None:
+        self._lost[call_id] = (time.time() + ttl_s, principal)
+
+    async def claim_lost(self, call_id: str, *, principal: str) -> bool:
+        # No await between the check and the pop: atomic on the event loop.
+        entry = self._lost.get(call_id)
+        if not principal or entry is None or entry[0] <= time.time() or entry[1] != principal:
+            return False
+        del self._lost[call_id]
+        return True
 
 
 _stores: dict[int, LiveStore] = {}

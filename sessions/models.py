@@ -6,7 +6,7 @@ from django.db import models
 from django.utils import timezone
 
 from voiceapp.personas.models import Persona
-from voiceapp.tenants.models import Organization
+from voiceapp.tenants.models import Organization, PublishableKey, SecretKey, User
 
 
 class ClientSecret(models.Model):
@@ -23,6 +23,21 @@ class ClientSecret(models.Model):
     used_at = models.DateTimeField(null=True, blank=True)
     origin = models.CharField(max_length=200, blank=True)
     session_config = models.JSONField(default=dict, blank=True)
+    # Who minted it, exactly one of these: it dies with that key, and a call it
+    # opened may be resumed only by the same key (or member).
+    secret_key = models.ForeignKey(
+        SecretKey, null=True, blank=True, on_delete=models.CASCADE, related_name="client_secrets"
+    )
+    publishable_key = models.ForeignKey(
+        PublishableKey,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="client_secrets",
+    )
+    created_by = models.ForeignKey(
+        User, null=True, blank=True, on_delete=models.CASCADE, related_name="+"
+    )
 
     class Meta:
         indexes = [models.Index(fields=["expires_at"])]
@@ -43,6 +58,7 @@ class Call(models.Model):
         ERROR = "error", "Error"
         LOST = "lost", "Connection lost"
         SERVER_SHUTDOWN = "server_shutdown", "Server shut down"
+        REVOKED = "revoked", "Key revoked"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="calls")

@@ -1,5 +1,11 @@
 """Starting, recording and resuming calls: the glue between a transport, the
-engine and the database. Transports call `start_realtime_session`."""
+engine and the database. Transports call `start_realtime_session`.
+
+A call's connection is its slot in the org's cap. Only a call whose connection
+dropped (ended as `lost`) can be resumed: once per drop, within
+CALL_RESUME_WINDOW_S, by the principal that started it. While a call runs, the
+key behind it is checked every CALL_KEY_CHECK_S; once it is revoked the call
+gets an `error` event and ends."""
 
 from __future__ import annotations
 
@@ -16,8 +22,8 @@ from django.conf import settings
 from django.utils import timezone
 
 from sessions import services
-from sessions.auth import AuthError, CallGrant
-from sessions.live import live_store
+from sessions.auth import AuthError, CallGrant, grant_revocation_sync
+from sessions.live import LiveStore, live_store
 from sessions.models import Call
 from sessions.realtime import Limits, RealtimeSession, Transport
 from voiceapp.engine.call import VoiceCall
@@ -40,6 +46,8 @@ db = functools.partial(database_sync_to_async, thread_sensitive=False)
 
 # Calls whose connection dropped: ended after the resume window unless resumed.
 _pending_ends: dict[str, asyncio.Task[None]] = {}
+# One per running call with a key behind it; each ends with its call.
+_key_watches: set[asyncio.Task[None]] = set()
 
 
 def session_id_for(call_id: str) -> str:
@@ -56,11 +64,14 @@ def call_id_from_session(session_id: str) -> str | None:
 class DbRecorder:
     """Writes the call record as the session runs, and keeps its live state."""
 
-    def __init__(self, *, call_id: str, org_id: int, persona_id: int, generation: int) -> None:
+    def __init__(
+        self, *, call_id: str, org_id: int, persona_id: int, generation: int, principal: str = ""
+    ) -> None:
         self.call_id = call_id
         self.org_id = org_id
         self.persona_id = persona_id
         self.generation = generation
+        self.principal = principal
         self.history: list[dict[str, str]] = []
 
     async def user_item(self, item_id: str, text: str, at_s: float) -> None:
@@ -112,6 +123,10 @@ class DbRecorder:
             return
         # The connection dropped: the caller may come back within the window.
         await store.save(self.call_id, self._state(), settings.CALL_RESUME_WINDOW_S)
+        if self.principal:
+            await store.mark_lost(
+                self.call_id, principal=self.principal, ttl_s=settings.CALL_RESUME_WINDOW_S
+            )
         previous = _pending_ends.pop(self.call_id, None)
         if previous is not None:
             previous.cancel()
@@ -155,17 +170,7 @@ async def start_realtime_session(
     offset_s = 0.0
     if resume:
         call_id = call_id_from_session(resume)
-        state = await store.load(call_id) if call_id else None
-        if (
-            state is None
-            or state.get("org_id") != grant.org_id
-            or state.get("persona_id") != persona.pk
-        ):
-            raise AuthError(
-                "resume_not_possible",
-                "That call cannot be resumed: it ended or belongs to someone else.",
-                404,
-            )
+        state = await _claim_lost_call(store, call_id, grant=grant, persona_id=persona.pk)
         assert call_id is not None
         history = list(state.get("history", []))
         generation = int(state.get("generation", 0)) + 1
@@ -174,25 +179,34 @@ async def start_realtime_session(
         )
         if started_at is not None:
             offset_s = (timezone.now() - started_at).total_seconds()
-        pending = _pending_ends.pop(call_id, None)
-        if pending is not None:
-            pending.cancel()
     else:
         call_id = str(uuid.uuid4())
     cap = settings.ORG_MAX_CONCURRENT_CALLS
     if not await store.acquire(org_id=grant.org_id, call_id=call_id, cap=cap):
+        if resume:  # still resumable once a slot frees up
+            await store.mark_lost(
+                call_id, principal=grant.principal, ttl_s=settings.CALL_RESUME_WINDOW_S
+            )
         raise AuthError(
             "concurrency_limit",
             f"Your organization already has {cap} calls in progress; try again later.",
             429,
         )
+    if resume:
+        pending = _pending_ends.pop(call_id, None)
+        if pending is not None:
+            pending.cancel()
     try:
         if not resume:
             await db(services.call_start)(
                 call_id=call_id, grant=grant, transport=transport.name, client_info=client_info
             )
         recorder = DbRecorder(
-            call_id=call_id, org_id=grant.org_id, persona_id=persona.pk, generation=generation
+            call_id=call_id,
+            org_id=grant.org_id,
+            persona_id=persona.pk,
+            generation=generation,
+            principal=grant.principal,
         )
         await recorder.alive(history)
         endpoint_llm = await db(persona_endpoint_llm)(persona)
@@ -227,7 +241,64 @@ async def start_realtime_session(
         with contextlib.suppress(Exception):
             await db(services.call_end)(call_id=call_id, reason="error")
         raise
+    _watch_key(session, grant)
     return session
+
+
+async def _claim_lost_call(
+    store: LiveStore, call_id: str | None, *, grant: CallGrant, persona_id: int
+) -> dict[str, Any]:
+    """The saved state of a lost call that `grant` may resume; the lost marker
+    is taken, so no second socket can resume the same drop."""
+    refused = AuthError(
+        "resume_not_possible",
+        "That call cannot be resumed: it is still connected, it ended, or it belongs to "
+        "someone else.",
+        404,
+    )
+    if call_id is None or not await store.claim_lost(call_id, principal=grant.principal):
+        raise refused
+    state = await store.load(call_id)
+    if (
+        state is None
+        or state.get("org_id") != grant.org_id
+        or state.get("persona_id") != persona_id
+    ):
+        if state is not None:  # another persona of the same key: leave it resumable
+            await store.mark_lost(
+                call_id, principal=grant.principal, ttl_s=settings.CALL_RESUME_WINDOW_S
+            )
+        raise refused
+    return state
+
+
+def _watch_key(session: RealtimeSession, grant: CallGrant) -> None:
+    if grant.secret_key_id is None and grant.publishable_key_id is None:
+        return
+    task = asyncio.ensure_future(_end_when_revoked(session, grant))
+    _key_watches.add(task)
+    task.add_done_callback(_key_watches.discard)
+
+
+async def _end_when_revoked(session: RealtimeSession, grant: CallGrant) -> None:
+    """Check the call's key until the call ends; end it once the key is revoked."""
+    while not session.ended.is_set():
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(settings.CALL_KEY_CHECK_S):
+                await session.ended.wait()
+        if session.ended.is_set() or session.end_reason:
+            return
+        try:
+            revoked = await db(grant_revocation_sync)(grant)
+        except Exception:
+            log.exception("session %s: could not check its key", session.id)
+            continue
+        if revoked is not None:
+            log.info("session %s: %s, ending it", session.id, revoked.code)
+            with contextlib.suppress(Exception):
+                await session.send_error(revoked.code, revoked.message)
+            await session.end("revoked", goodbye=False)
+            return
 
 
 def _as_update(config: dict[str, Any]) -> str:

@@ -81,7 +81,7 @@ def client_secrets(request: HttpRequest) -> JsonResponse:
         if not isinstance(session, dict) or not isinstance(expires_after, dict):
             raise AuthError("invalid_value", "session and expires_after must be objects.", 400)
         ttl = client_secret_ttl(expires_after.get("seconds"))
-        org, persona = persona_for_secret_key_sync(raw.strip(), model=session.get("model"))
+        key, persona = persona_for_secret_key_sync(raw.strip(), model=session.get("model"))
         problem = session_config_problem(persona, session)
         if problem is not None:
             return JsonResponse(
@@ -95,10 +95,10 @@ def client_secrets(request: HttpRequest) -> JsonResponse:
                 },
                 status=400,
             )
-        if _rate_limited(f"secrets:{org.pk}", settings.SESSION_START_RATE_LIMIT_PER_MIN):
+        if _rate_limited(f"secrets:{key.org_id}", settings.SESSION_START_RATE_LIMIT_PER_MIN):
             raise AuthError("rate_limit_exceeded", "Too many client secrets; slow down.", 429)
         secret, value = client_secret_create(
-            org=org, persona=persona, ttl_s=ttl, session_config=session
+            org=key.org, persona=persona, ttl_s=ttl, session_config=session, secret_key=key
         )
     except AuthError as exc:
         return error_response(exc)
@@ -162,14 +162,18 @@ def widget_session(request: HttpRequest) -> HttpResponse:
         key, persona_slug = body.get("key"), body.get("persona")
         if not isinstance(key, str) or not isinstance(persona_slug, str):
             raise AuthError("invalid_value", 'Send {"key": "pk_...", "persona": "<slug>"}.', 400)
-        ip = request.META.get("REMOTE_ADDR", "")
+        ip = request.META.get("REMOTE_ADDR", "")  # the client's, per TRUSTED_PROXY_HOPS
         if _rate_limited(f"widget:{key[:40]}:{ip}", settings.SESSION_START_RATE_LIMIT_PER_MIN):
             raise AuthError("rate_limit_exceeded", "Too many calls started; wait a minute.", 429)
-        persona, origin = widget_grant_sync(
+        publishable_key, persona, origin = widget_grant_sync(
             key=key, persona_slug=persona_slug, origin=request.headers.get("Origin", "")
         )
         secret, value = client_secret_create(
-            org=persona.org, persona=persona, ttl_s=settings.CLIENT_SECRET_TTL_S, origin=origin
+            org=persona.org,
+            persona=persona,
+            ttl_s=settings.CLIENT_SECRET_TTL_S,
+            origin=origin,
+            publishable_key=publishable_key,
         )
     except AuthError as exc:
         return error_response(exc, **headers)

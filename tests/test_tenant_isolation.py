@@ -123,6 +123,7 @@ TARGETS: dict[str, Callable[[OrgB], object]] = {
     "publishable_key_revoke": lambda b: b.publishable_key.pk,
     "invitation_revoke": lambda b: b.invitation.pk,
     "membership_remove": lambda b: b.membership.pk,
+    "membership_role": lambda b: b.membership.pk,
     "llm_endpoint_edit": lambda b: b.llm_endpoint.pk,
     "llm_endpoint_delete": lambda b: b.llm_endpoint.pk,
     "llm_endpoint_test": lambda b: b.llm_endpoint.pk,

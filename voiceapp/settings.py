@@ -62,6 +62,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "voiceapp.clientip.ClientIPMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -102,6 +103,17 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATA_DIR.mkdir(parents=True, exist_ok=True)
+    # Concurrent calls write transcripts from many threads: WAL lets readers and
+    # one writer work at once, IMMEDIATE takes the write lock when a transaction
+    # begins (so a waiting writer waits instead of failing on the upgrade), and
+    # the timeout is how long a writer waits for the lock.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            "transaction_mode": "IMMEDIATE",
+            "timeout": env.float("SQLITE_BUSY_TIMEOUT_S", default=20.0),
+        }
+    )
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DB_CONN_MAX_AGE", default=0)
 # Separate test databases let several test runs share one Postgres server.
 if env.str("TEST_DATABASE_NAME", default=""):
@@ -225,6 +237,15 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 
+# Proxies we run in front of the app (nginx, a load balancer): the client's IP is
+# the TRUSTED_PROXY_HOPS-th X-Forwarded-For entry from the right. 0: the header is
+# ignored and the connection's address is the client's (voiceapp/clientip.py).
+TRUSTED_PROXY_HOPS = env.int("TRUSTED_PROXY_HOPS", default=0)
+if TRUSTED_PROXY_HOPS < 0:
+    raise ImproperlyConfigured("TRUSTED_PROXY_HOPS must be 0 or more.")
+# allauth's rate limits read REMOTE_ADDR, which ClientIPMiddleware has already resolved.
+ALLAUTH_TRUSTED_PROXY_COUNT = 0
+
 # --- Calls -------------------------------------------------------------------
 ORG_MAX_CONCURRENT_CALLS = env.int("ORG_MAX_CONCURRENT_CALLS", default=5)
 REALTIME_MAX_MESSAGE_BYTES = env.int("REALTIME_MAX_MESSAGE_BYTES", default=1024 * 1024)
@@ -232,6 +253,8 @@ CLIENT_SECRET_TTL_S = env.int("CLIENT_SECRET_TTL_S", default=120)
 CLIENT_SECRET_MAX_TTL_S = env.int("CLIENT_SECRET_MAX_TTL_S", default=7200)
 SESSION_START_RATE_LIMIT_PER_MIN = env.int("SESSION_START_RATE_LIMIT_PER_MIN", default=30)
 CALL_RESUME_WINDOW_S = env.int("CALL_RESUME_WINDOW_S", default=15)
+# How often a running call checks that its key (secret or publishable) is not revoked.
+CALL_KEY_CHECK_S = env.float("CALL_KEY_CHECK_S", default=2.0)
 # A call whose process has not reported for this long is closed by Celery beat.
 CALL_STALE_AFTER_S = env.int("CALL_STALE_AFTER_S", default=90)
 WEBRTC_STUN_URLS = env.list("WEBRTC_STUN_URLS", default=[])

@@ -13,37 +13,26 @@ from sessions.models import Call
 from sessions.runner import start_realtime_session
 from tests.conftest import Tenant
 from tests.support.llm_server import LLMServer
+from tests.support.transports import ListTransport
 from voiceapp.engine.knowledge import Fact
 from voiceapp.personas.services import persona_fact_create, persona_update
-from voiceapp.tenants.services import llm_endpoint_create
+from voiceapp.tenants.services import llm_endpoint_create, secret_key_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-class ListTransport:
-    name = "websocket"
-    audio_as_events = True
-
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
-        self.closed: tuple[int, str] | None = None
-
-    async def send_event(self, event: dict[str, Any]) -> None:
-        self.events.append(event)
-
-    async def send_audio(self, pcm: bytes, sample_rate: int) -> None:
-        raise AssertionError("audio travels as events here")
-
-    async def close(self, code: int, reason: str) -> None:
-        self.closed = (code, reason)
-
-
 def grant_for(tenant: Tenant) -> CallGrant:
+    """A grant as a secret key of `tenant` gives it (resuming needs the same key)."""
     persona = tenant.org.personas.get()
     persona.agent_speaks_first = False
     persona.save()
+    key, _ = secret_key_create(org=tenant.org, name="runner tests")
     return CallGrant(
-        org_id=tenant.org.pk, persona_id=persona.pk, persona_slug=persona.slug, session_config={}
+        org_id=tenant.org.pk,
+        persona_id=persona.pk,
+        persona_slug=persona.slug,
+        session_config={},
+        secret_key_id=key.pk,
     )
 
 

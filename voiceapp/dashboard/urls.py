@@ -54,5 +54,6 @@ urlpatterns = [
         "team/invitations/<int:pk>/revoke/", views.invitation_revoke_view, name="invitation_revoke"
     ),
     path("team/members/<int:pk>/remove/", views.membership_remove_view, name="membership_remove"),
+    path("team/members/<int:pk>/role/", views.membership_role_view, name="membership_role"),
     path("invitations/<str:token>/", views.invitation_accept, name="invitation_accept"),
 ]

@@ -56,7 +56,7 @@ from voiceapp.personas.services import (
 from voiceapp.tenants import selectors as tenant_selectors
 from voiceapp.tenants import services as tenant_services
 from voiceapp.tenants.middleware import SESSION_ORG_KEY, current_membership
-from voiceapp.tenants.models import Membership
+from voiceapp.tenants.models import Membership, Role
 
 View = Callable[..., HttpResponse]
 
@@ -646,6 +646,7 @@ def widget_test_session(request: HttpRequest, membership: Membership, pk: int) -
         persona=persona,
         ttl_s=settings.CLIENT_SECRET_TTL_S,
         origin=request.headers.get("Origin", ""),
+        created_by=request.user,
     )
     return JsonResponse(widget_session_payload(persona, secret, value))
 
@@ -666,6 +667,7 @@ def _team_page(
             "invitations": tenant_selectors.invitation_list_pending(org=org),
             "form": form or InvitationForm(),
             "membership": membership,
+            "roles": Role.choices,
         },
     )
 
@@ -709,8 +711,8 @@ def membership_remove_view(request: HttpRequest, membership: Membership, pk: int
     target = tenant_selectors.membership_get_in_org(org=membership.org, pk=pk)
     try:
         tenant_services.membership_remove(membership=target, actor=request.user)
-    except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages))
+    except (ValidationError, PermissionDenied) as exc:
+        messages.error(request, _refusal(exc))
         return redirect("dashboard:team")
     if target.user_id == request.user.pk:
         request.session.pop(SESSION_ORG_KEY, None)
@@ -718,6 +720,27 @@ def membership_remove_view(request: HttpRequest, membership: Membership, pk: int
         return redirect("dashboard:home")
     messages.success(request, f"Removed {target.user.email}.")
     return redirect("dashboard:team")
+
+
+@org_required()
+@require_POST
+def membership_role_view(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
+    target = tenant_selectors.membership_get_in_org(org=membership.org, pk=pk)
+    try:
+        tenant_services.membership_role_change(
+            membership=target, role=request.POST.get("role", ""), actor=request.user
+        )
+    except (ValidationError, PermissionDenied) as exc:
+        messages.error(request, _refusal(exc))
+    else:
+        messages.success(request, f"{target.user.email} is now {target.get_role_display()}.")
+    return redirect("dashboard:team")
+
+
+def _refusal(exc: ValidationError | PermissionDenied) -> str:
+    if isinstance(exc, ValidationError):
+        return " ".join(exc.messages)
+    return str(exc) or "You may not do this."
 
 
 @require_http_methods(["GET", "POST"])

@@ -167,18 +167,54 @@ def invitation_revoke(*, invitation: Invitation, actor: User) -> None:
     invitation.save(update_fields=["revoked_at"])
 
 
+def _other_owners_exist(membership: Membership) -> bool:
+    # Locks the org's owner rows: two owners leaving at once cannot both pass.
+    owners = Membership.objects.select_for_update().filter(org=membership.org, role=Role.OWNER)
+    return any(m.pk != membership.pk for m in owners)
+
+
 @transaction.atomic
 def membership_remove(*, membership: Membership, actor: User) -> None:
-    if membership.user_id != actor.pk:
-        _require_manager(org=membership.org, actor=actor)
-    if (
-        membership.role == Role.OWNER
-        and not Membership.objects.filter(org=membership.org, role=Role.OWNER)
-        .exclude(pk=membership.pk)
-        .exists()
-    ):
-        raise ValidationError("An organization needs at least one owner.")
+    """Remove a member, or leave (actor is the member). Owners and admins remove
+    others; only owners remove owners; the last owner cannot leave."""
+    leaving = membership.user_id == actor.pk
+    if not leaving:
+        manager = _require_manager(org=membership.org, actor=actor)
+        if membership.role == Role.OWNER and manager.role != Role.OWNER:
+            raise PermissionDenied("Only an owner can remove an owner.")
+    if membership.role == Role.OWNER and not _other_owners_exist(membership):
+        need_owner = "An organization needs at least one owner"
+        raise ValidationError(
+            f"{need_owner}: make someone else an owner before you leave."
+            if leaving
+            else f"{need_owner}."
+        )
     membership.delete()
+
+
+@transaction.atomic
+def membership_role_change(*, membership: Membership, role: str, actor: User) -> Membership:
+    """Change a member's role. Owners and admins change roles; only owners make
+    or unmake owners (an admin cannot promote itself or demote an owner); the
+    last owner keeps the role."""
+    if role not in Role.values:
+        raise ValidationError({"role": "Unknown role."})
+    manager = _require_manager(org=membership.org, actor=actor)
+    if Role.OWNER in (membership.role, role) and manager.role != Role.OWNER:
+        raise PermissionDenied(
+            "Only an owner can demote an owner."
+            if membership.role == Role.OWNER
+            else "Only an owner can make someone an owner."
+        )
+    if membership.role == role:
+        return membership
+    if membership.role == Role.OWNER and not _other_owners_exist(membership):
+        raise ValidationError(
+            "An organization needs at least one owner: make someone else an owner first."
+        )
+    membership.role = role
+    membership.save(update_fields=["role"])
+    return membership
 
 
 @transaction.atomic

@@ -46,8 +46,6 @@ db = functools.partial(database_sync_to_async, thread_sensitive=False)
 
 # Calls whose connection dropped: ended after the resume window unless resumed.
 _pending_ends: dict[str, asyncio.Task[None]] = {}
-# One per running call with a key behind it; each ends with its call.
-_key_watches: set[asyncio.Task[None]] = set()
 
 
 def session_id_for(call_id: str) -> str:
@@ -275,9 +273,7 @@ async def _claim_lost_call(
 def _watch_key(session: RealtimeSession, grant: CallGrant) -> None:
     if grant.secret_key_id is None and grant.publishable_key_id is None:
         return
-    task = asyncio.ensure_future(_end_when_revoked(session, grant))
-    _key_watches.add(task)
-    task.add_done_callback(_key_watches.discard)
+    session.spawn(_end_when_revoked(session, grant))
 
 
 async def _end_when_revoked(session: RealtimeSession, grant: CallGrant) -> None:

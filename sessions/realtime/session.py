@@ -218,6 +218,10 @@ class RealtimeSession:
         self._writes.add(task)
         task.add_done_callback(self._writes.discard)
 
+    def spawn(self, coro: Awaitable[Any]) -> asyncio.Task[Any]:
+        """Run `coro` as a task the session owns: it is cancelled when the session closes."""
+        return self._spawn(coro)
+
     def _spawn(self, coro: Awaitable[Any]) -> asyncio.Task[Any]:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)

@@ -54,6 +54,7 @@ def test_staff_create_personas_in_their_org(staff_of_a: Client, tenant_a: Tenant
             "agent_speaks_first": "on",
             "voice": tenant_a.org.personas.get().voice_id,
             "language": "en",
+            "asr_model": "base",
             "llm_backend": "local",
             "llm_model": "",
             "temperature": "0.5",
@@ -68,7 +69,9 @@ def test_staff_create_personas_in_their_org(staff_of_a: Client, tenant_a: Tenant
     )
 
     assert response.status_code == 302, response.content[:2000]
-    assert Persona.objects.get(slug="admin-made").org == tenant_a.org
+    made = Persona.objects.get(slug="admin-made")
+    assert made.org == tenant_a.org
+    assert made.asr_model == "base"  # the speech-recognition model is chosen in the admin too
 
 
 def test_admin_validation_messages(staff_of_a: Client, tenant_a: Tenant) -> None:
@@ -124,6 +127,7 @@ def persona_change_data(persona: Persona, facts: list[PersonaFact], *new: dict[s
         "agent_speaks_first": "on",
         "voice": persona.voice_id,
         "language": "en",
+        "asr_model": persona.asr_model,
         "llm_backend": "local",
         "llm_model": "",
         "temperature": "0.6",

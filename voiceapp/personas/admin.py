@@ -68,7 +68,7 @@ class PersonaAdmin(admin.ModelAdmin):
     fieldsets = (
         (None, {"fields": ("org", "name", "slug", "is_active")}),
         ("Conversation", {"fields": ("instructions", "greeting", "agent_speaks_first")}),
-        ("Voice and language", {"fields": ("voice", "language")}),
+        ("Voice and language", {"fields": ("voice", "language", "asr_model")}),
         (
             "Language model",
             {

@@ -14,7 +14,7 @@ from tests.engine.conftest import Clip, words
 from voiceapp.engine.inference import InferenceError, collect
 from voiceapp.engine.llm import LLMOptions
 from voiceapp.engine.models import default_voice
-from voiceapp.inference.client import ChannelsInference
+from voiceapp.inference.client import ChannelsInference, ClientSettings
 from voiceapp.inference.protocol import CHANNELS, WORKER_CHANNEL_PREFIX
 from voiceapp.inference.worker import InferenceWorker
 
@@ -48,6 +48,30 @@ async def test_killed_worker_fails_the_request_within_the_liveness_bound(
         await collect(stream)
     assert error.value.code == "worker_lost"
     assert time.monotonic() - killed < 1.5
+
+
+async def test_a_request_past_its_deadline_is_a_timeout_not_a_lost_worker(
+    worker_process: StartProcess, make_layer: Callable[[], RedisChannelLayer]
+) -> None:
+    # given a client whose request deadline (2 s) comes before its liveness bound (5 s)
+    client = ChannelsInference(
+        make_layer(),
+        ClientSettings(accept_timeout_s=1.0, liveness_timeout_s=5.0, request_timeout_s=2.0),
+    )
+    proc = worker_process()
+    try:
+        stream = client.synthesize(LONG_TEXT, default_voice())
+        await stream.__anext__()
+        # when the worker goes silent mid-request
+        os.kill(proc.pid, signal.SIGSTOP)
+        with pytest.raises(InferenceError) as error:
+            await collect(stream)
+    finally:
+        os.kill(proc.pid, signal.SIGCONT)
+        await client.close()
+    # then the error names the request's own deadline, not a heartbeat it never waited for
+    assert error.value.code == "timeout"
+    assert "timed out after 2.0 s" in str(error.value)
 
 
 async def test_hung_worker_fails_over_to_a_healthy_one(

@@ -232,13 +232,16 @@ class ChannelStream(Generic[T]):
         s = self._client.settings
         wait = s.liveness_timeout_s if self._worker else self._accept_timeout()
         wait = min(wait, self._deadline - time.monotonic())
+        timed_out = InferenceError(
+            f"{self._kind} request timed out after {s.request_timeout_s:.1f} s", "timeout"
+        )
         if wait <= 0:
-            raise InferenceError(
-                f"{self._kind} request timed out after {s.request_timeout_s:.1f} s", "timeout"
-            )
+            raise timed_out
         try:
             return await asyncio.wait_for(self._inbox.get(), wait)
         except TimeoutError:
+            if self._expired():  # the request's own deadline, not a silent worker
+                raise timed_out from None
             if self._worker is None:
                 raise InferenceError(
                     f"no {self._kind} worker accepted the request within "

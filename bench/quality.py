@@ -203,7 +203,9 @@ async def first_token_ab(
         for i in range(turns):
             fact_question = persona.ANSWERABLE[i % len(persona.ANSWERABLE)]
             chat = Question(SMALL_TALK[i % len(SMALL_TALK)])
-            for name, call in calls.items():
+            # Alternate which call goes first, so neither always finds the model warm.
+            order = list(calls.items()) if i % 2 == 0 else list(reversed(calls.items()))
+            for name, call in order:
                 await ask(call, fact_question)
                 # The caller hears the reply before speaking again (a voice call, not a
                 # chat): about as long as a short spoken answer.

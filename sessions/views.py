@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.conf import settings
@@ -21,6 +20,7 @@ from sessions.auth import (
 )
 from sessions.ice import ice_servers
 from sessions.models import ClientSecret
+from voiceapp import safejson
 from voiceapp.personas.models import Persona
 
 MAX_BODY_BYTES = 64 * 1024
@@ -44,9 +44,9 @@ def _json_body(request: HttpRequest) -> dict[str, Any]:
     if request.content_type != "application/json":
         raise AuthError("unsupported_media_type", "Send the body as application/json.", 415)
     try:
-        body = json.loads(request.body)
-    except ValueError as exc:
-        raise AuthError("invalid_json", f"The body is not valid JSON: {exc}.", 400) from exc
+        body = safejson.loads(request.body)
+    except safejson.JSONInputError as exc:
+        raise AuthError("invalid_json", str(exc), 400) from exc
     if not isinstance(body, dict):
         raise AuthError("invalid_json", "The body must be a JSON object.", 400)
     return body

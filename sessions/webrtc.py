@@ -44,8 +44,8 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
 from sessions.auth import AuthError, CallGrant, grant_from_client_secret
-from sessions.models import ClientSecret
 from sessions.ice import ice_servers
+from sessions.models import ClientSecret
 from sessions.runner import call_id_from_session, start_realtime_session
 from voiceapp.engine.audio import StreamResampler, float_to_pcm16, pcm16_to_float
 from voiceapp.tenants.services import token_hash

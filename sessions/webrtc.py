@@ -597,12 +597,14 @@ def _client_secret_usable(raw: str, *, model: str | None) -> bool:
     a cheap check before any peer is made. Spending it is the real check."""
     if not raw.startswith("ek_") or len(raw) > 128:
         return False
-    secrets = ClientSecret.objects.filter(
-        value_hash=token_hash(raw), used_at=None, expires_at__gt=timezone.now()
+    secret = (
+        ClientSecret.objects.filter(
+            value_hash=token_hash(raw), used_at=None, expires_at__gt=timezone.now()
+        )
+        .select_related("persona")
+        .first()
     )
-    if model:
-        secrets = secrets.filter(persona__slug=model)
-    return secrets.exists()
+    return secret is not None and (not model or model == secret.persona.slug)
 
 
 def _bearer(request: HttpRequest) -> str | None:

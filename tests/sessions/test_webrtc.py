@@ -489,6 +489,9 @@ async def test_offers_aiortc_cannot_use_are_400s_and_keep_the_secret(
         assert error["code"] == "invalid_offer" and error["message"], name
         assert not await ClientSecret.objects.filter(used_at__isnull=False).aexists(), name
         assert not webrtc.active_calls(), name
+    # a model with a NUL character is refused without a query that cannot hold it
+    response = await post_offer(sdp, secret, model="assist%00ant")
+    assert json.loads(response.content)["error"]["code"] == "model_mismatch"
     # and the same secret still answers the good offer, once
     response = await post_offer(sdp, secret)
     assert response.status_code == 201, response.content

@@ -506,8 +506,11 @@ def problems(log_text: str) -> list[str]:
         frames = re.findall(r'File "([^"]+)", line (\d+), in (\S+)', block)
         ours = [f for f in frames if "/sessions/" in f[0] or "/voiceapp/" in f[0]] or frames
         where = f"{Path(ours[-1][0]).name}:{ours[-1][1]} in {ours[-1][2]}" if ours else "?"
-        lines = [ln for ln in block.splitlines() if re.match(r"^[\w.]+(Error|Exception)\b", ln)]
-        found.append(f"{lines[-1] if lines else block.splitlines()[-1]} at {where}")
+        # the exception is the first line after the frames that is not indented
+        raised = next(
+            (ln for ln in block.splitlines()[1:] if ln.strip() and not ln.startswith(" ")), "?"
+        )
+        found.append(f"{raised} at {where}")
     for line in log_text.splitlines():
         if " ERROR " in line and "Traceback" not in line:
             found.append(line.split(" ERROR ", 1)[1][:200])
@@ -648,7 +651,8 @@ def test_fuzzed_events_never_crash_the_session(
         f"by kind {dict(sent)}"
     )
     for crash in crashes:
-        print(f"  crash in batch {crash.batch}: close {crash.close}; alone: {crash.event}")
+        alone = crash.event or "(a crash seen before, or not one event alone)"
+        print(f"  crash in batch {crash.batch}: close {crash.close}; alone: {alone}")
         for line in crash.logged:
             print(f"    {line}")
     for line in sorted(set(logged)):

@@ -6,7 +6,8 @@
 Runs tests/sessions/test_realtime_fuzz.py (10,000 events by default: a live
 daphne and inference worker, real speech between the events),
 tests/sessions/test_webrtc_fuzz.py (2,000 mutated offers) and
-tests/api/test_api_fuzz.py (100 examples per API operation) with one seed, on
+tests/api/test_api_fuzz.py (100 examples per API operation) and
+tests/dashboard/test_query_fuzz.py (random query strings) with one seed, on
 Postgres and Redis as the test suite does (DATABASE_URL and REDIS_URL, else the
 local ones), and prints what each fuzzer sent, what came back, and how long it
 took. The exit status is pytest's.
@@ -27,6 +28,7 @@ TESTS = {
     "realtime": "tests/sessions/test_realtime_fuzz.py",
     "sdp": "tests/sessions/test_webrtc_fuzz.py",
     "api": "tests/api/test_api_fuzz.py",
+    "dashboard": "tests/dashboard/test_query_fuzz.py",
 }
 
 

@@ -657,11 +657,12 @@ def test_fuzzed_events_never_crash_the_session(
             print(f"    {line}")
     for line in sorted(set(logged)):
         print(f"  logged: {line}")
+    transcript, reply = turn
+    print(f"fuzz realtime: then a new call heard {transcript!r} and replied ({reply['status']})")
     assert total >= EVENTS or crashes
     assert not crashes, f"seed {SEED}: {len(crashes)} crashes: {distinct}"
     assert not missing, f"seed {SEED}: bad events without an error: {missing[:5]}"
     assert not logged, f"seed {SEED}: the server logged {sorted(set(logged))[:10]}"
-    transcript, reply = turn
     assert {"capital", "france"} <= set(re.findall(r"[a-z]+", transcript.lower())), transcript
     assert reply["status"] == "completed" and reply["output"], reply
 

@@ -49,10 +49,28 @@ def _json_body(request: HttpRequest) -> dict[str, Any]:
     try:
         body = safejson.loads(request.body)
     except safejson.JSONInputError as exc:
-        raise AuthError("invalid_json", f"The body is not valid JSON: {exc}.", 400) from exc
+        raise AuthError("invalid_json", str(exc), 400) from exc
     if not isinstance(body, dict):
         raise AuthError("invalid_json", "The body must be a JSON object.", 400)
+    if _has_nul(body):  # Postgres stores no NUL in text or jsonb
+        raise AuthError("invalid_value", "Text in the body may not contain NUL (\\u0000).", 400)
     return body
+
+
+def _has_nul(value: Any) -> bool:
+    """Whether a NUL character is in any string of `value` (keys included)."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            if "\x00" in node:
+                return True
+        elif isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
 
 
 def _rate_limited(bucket: str, limit: int, window_s: int = 60) -> bool:

@@ -36,13 +36,16 @@ from aiortc import (
 )
 from aiortc.mediastreams import MediaStreamError
 from aiortc.sdp import SessionDescription
+from asgiref.sync import sync_to_async
 from av import AudioFrame
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
 from sessions.auth import AuthError, CallGrant, grant_from_client_secret
 from sessions.ice import ice_servers
+from sessions.models import ClientSecret
 from sessions.realtime import new_id
 from sessions.realtime.limits import (
     MAX_CHANNEL_BUFFERED_BYTES,
@@ -51,6 +54,7 @@ from sessions.realtime.limits import (
 )
 from sessions.runner import call_id_from_session, start_realtime_session
 from voiceapp.engine.audio import StreamResampler, float_to_pcm16, pcm16_to_float
+from voiceapp.tenants.services import token_hash
 
 log = logging.getLogger(__name__)
 
@@ -268,6 +272,31 @@ class OfferError(ValueError):
     """The SDP offer cannot be answered."""
 
 
+def _describe(exc: Exception) -> str:
+    """A failed check in aiortc as words for the client (a bare assert has none)."""
+    return str(exc) or f"{type(exc).__name__} while reading it"
+
+
+async def close_peer(pc: RTCPeerConnection) -> None:
+    """`pc.close()`, also for a peer whose offer failed halfway: aiortc's close then
+    trips over a transceiver that never got a transport, so what it skipped is
+    stopped here."""
+    try:
+        await pc.close()
+        return
+    except Exception as exc:
+        log.debug("closing a half-made peer: %r", exc)
+    transports: list[Any] = [t.receiver.transport for t in pc.getTransceivers()]
+    if pc.sctp is not None:
+        transports.append(pc.sctp.transport)
+    for dtls in transports:
+        if dtls is None:
+            continue
+        for transport in (dtls, dtls.transport):  # DTLS, then its ICE transport
+            with contextlib.suppress(Exception):
+                await transport.stop()
+
+
 class CallState(enum.Enum):
     NEW = "new"
     CONNECTING = "connecting"  # answered, waiting for ICE and DTLS
@@ -316,35 +345,41 @@ class WebRTCCall:
     async def answer(
         self, offer_sdp: str, start_session: Callable[[WebRTCTransport], Awaitable[Session]]
     ) -> str:
-        """Apply the offer, start the session and return the SDP answer."""
+        """Apply the offer and create the answer, then start the session; return the answer.
+
+        Everything the offer can break happens before `start_session`, which
+        spends the client secret: an offer that cannot be answered is an
+        `OfferError` and leaves the secret as it was.
+        """
         try:
             await self.pc.setRemoteDescription(RTCSessionDescription(sdp=offer_sdp, type="offer"))
-        except (ValueError, KeyError, AttributeError) as exc:
-            await self.pc.close()
-            raise OfferError(f"the SDP offer cannot be used: {exc}") from exc
+        except Exception as exc:  # aiortc checks offers with asserts as well as ValueErrors
+            await close_peer(self.pc)
+            raise OfferError(f"the SDP offer cannot be used: {_describe(exc)}") from exc
         audio = [t for t in self.pc.getTransceivers() if t.kind == "audio"]
         if not audio:
-            await self.pc.close()
+            await close_peer(self.pc)
             raise OfferError("the SDP offer has no audio media section")
-        self.pc.addTrack(self.output)
+        try:
+            self.pc.addTrack(self.output)
+            await self.pc.setLocalDescription(await self.pc.createAnswer())
+        except Exception as exc:
+            await close_peer(self.pc)
+            raise OfferError(f"the SDP offer cannot be answered: {_describe(exc)}") from exc
         try:
             self.session = await start_session(self.transport)
         except BaseException:
-            await self.pc.close()
+            await close_peer(self.pc)
             raise
         self._move(CallState.CONNECTING)
-        try:
-            answer = await self.pc.createAnswer()
-            await self.pc.setLocalDescription(answer)
-        except Exception:
-            await self.end("error")
-            raise
+        if self._connected.is_set():  # ICE and DTLS may finish while the session starts
+            self._move(CallState.CONNECTED)
         _calls[self.id] = self
         self._spawn(self._message_loop())
         for track in self._inputs:
             self._spawn(self._read_audio(track))
         self._spawn(self._lifetime())
-        return self.pc.localDescription.sdp
+        return str(self.pc.localDescription.sdp)
 
     def _move(self, state: CallState) -> None:
         if state not in TRANSITIONS[self.state]:
@@ -570,8 +605,8 @@ def parse_offer(body: bytes) -> str:
         raise OfferError("the SDP offer must start with v=0")
     try:
         parsed = SessionDescription.parse(sdp)
-    except (ValueError, IndexError, KeyError, StopIteration) as exc:
-        raise OfferError(f"the SDP offer cannot be parsed: {exc}") from exc
+    except Exception as exc:  # the parser fails on bad input with whatever it tripped over
+        raise OfferError(f"the SDP offer cannot be parsed: {_describe(exc)}") from exc
     if not any(m.kind == "audio" for m in parsed.media):
         raise OfferError("the SDP offer has no audio media section")
     for media in parsed.media:  # what aiortc would refuse later, after the secret is spent
@@ -583,6 +618,22 @@ def parse_offer(body: bytes) -> str:
         if media.kind == "audio" and not media.rtcp_mux:
             raise OfferError("the SDP offer must use RTCP multiplexing (a=rtcp-mux)")
     return sdp
+
+
+@sync_to_async
+def _client_secret_usable(raw: str, *, model: str | None) -> bool:
+    """Whether `raw` looks like a live client secret for `model`, without spending it:
+    a cheap check before any peer is made. Spending it is the real check."""
+    if not raw.startswith("ek_") or len(raw) > 128:
+        return False
+    secret = (
+        ClientSecret.objects.filter(
+            value_hash=token_hash(raw), used_at=None, expires_at__gt=timezone.now()
+        )
+        .select_related("persona")
+        .first()
+    )
+    return secret is not None and (not model or model == secret.persona.slug)
 
 
 def _bearer(request: HttpRequest) -> str | None:
@@ -621,8 +672,12 @@ async def calls_create(request: HttpRequest) -> HttpResponse:
         return error_response(
             401, "missing_authorization", "Send an ephemeral client secret as a Bearer token."
         )
+    model = request.GET.get("model")
+    grant: CallGrant | None = None
     try:
-        grant: CallGrant = await grant_from_client_secret(token, model=request.GET.get("model"))
+        if not await _client_secret_usable(token, model=model):
+            # Spending it fails with the exact reason (used, expired, another persona...).
+            grant = await grant_from_client_secret(token, model=model)
     except AuthError as exc:
         return error_response(exc.status, exc.code, exc.message)
 
@@ -630,8 +685,10 @@ async def calls_create(request: HttpRequest) -> HttpResponse:
     info = _client_info(request)
 
     async def start(transport: WebRTCTransport) -> Session:
+        # Called once the answer exists: only an offer we can answer spends the secret.
+        spent = grant or await grant_from_client_secret(token, model=model)
         session: Session = await start_realtime_session(
-            grant=grant, transport=transport, client_info=info
+            grant=spent, transport=transport, client_info=info
         )
         return session
 

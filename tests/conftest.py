@@ -142,6 +142,7 @@ def secret_key_a(tenant_a: Tenant) -> str:
 class LiveServer:
     host: str
     port: int
+    logs: Path | None = None  # web.log (daphne) and worker.log
 
     @property
     def url(self) -> str:
@@ -238,7 +239,7 @@ def voice_server(
         )
         _wait_for(procs[0], "WORKER READY", 180, worker_log)
         _wait_for(procs[1], "Listening on TCP address", 60, web_log)
-        yield LiveServer("127.0.0.1", port)
+        yield LiveServer("127.0.0.1", port, logs)
     finally:
         for proc in procs:
             proc.terminate()

@@ -125,6 +125,34 @@ def test_malformed_json_is_a_clear_error(api: Api) -> None:
     assert "JSON" in error_of(response)["message"]
 
 
+@pytest.mark.parametrize(
+    "body",
+    [
+        "[" * 6000,  # json.loads itself gives up with a RecursionError
+        '{"name": "X", "instructions": ' + "[" * 40 + "]" * 40 + "}",
+    ],
+)
+def test_deeply_nested_json_is_a_clear_error(api: Api, body: str) -> None:
+    response = api.client.post(
+        "/api/v1/personas/", data=body, content_type="application/json", headers=api.headers
+    )
+
+    assert response.status_code == 400
+    assert "nested" in error_of(response)["message"]
+    assert not Persona.objects.filter(name="X").exists()
+
+
+@pytest.mark.parametrize("origin", ["http://[", "https://[::1", "http://a:b:c]"])
+def test_unparseable_origins_are_a_field_error(api: Api, origin: str) -> None:
+    payload = {"name": "X", "instructions": "y", "greeting": "hi", "allowed_origins": [origin]}
+
+    response = api.post("personas/", payload)
+
+    assert response.status_code == 400
+    assert "allowed_origins" in error_of(response)["details"]
+    assert not Persona.objects.filter(name="X").exists()
+
+
 def test_voices_are_listed(api: Api) -> None:
     response = api.get("voices/")
 

@@ -155,6 +155,56 @@ def test_publishable_key_origins_are_checked(tenant_a: Tenant) -> None:
     assert key.allowed_origins == ["https://www.alpha.test"]
 
 
+@pytest.mark.parametrize("origin", ["http://[", "https://[nope]", "https://ok.test\nhttp://[::1"])
+def test_unreadable_origins_are_form_errors(tenant_a: Tenant, origin: str) -> None:
+    voice_pk = tenant_a.org.personas.get().voice_id
+
+    key_form = tenant_a.client.post(
+        reverse("dashboard:publishable_key_create"), {"name": "site", "allowed_origins": origin}
+    )
+    persona_page = tenant_a.client.post(
+        reverse("dashboard:persona_create"), persona_form(voice_pk, allowed_origins=origin)
+    )
+
+    for response in (key_form, persona_page):
+        assert response.status_code == 200
+        assert b"is not an origin like https://example.com" in response.content
+    assert not PublishableKey.objects.filter(org=tenant_a.org).exists()
+    assert Persona.objects.filter(org=tenant_a.org).count() == 1
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "persona=abc",
+        "key=1'",
+        "persona=1'&key=abc",
+        "persona=99999999999999999999999",
+        "persona=%00",
+        "persona=%EF%BC%91",  # a full-width digit: str.isdigit() alone would let it through
+        "persona=-1&key=1.5",
+    ],
+)
+@pytest.mark.parametrize("page", ["dashboard:widget", "dashboard:call_list"])
+def test_bad_query_strings_are_ignored(tenant_a: Tenant, page: str, query: str) -> None:
+    publishable_key_create(org=tenant_a.org, name="site", allowed_origins=["https://alpha.test"])
+
+    response = tenant_a.client.get(reverse(page) + "?" + query)
+
+    assert response.status_code == 200
+
+
+def test_widget_page_picks_the_persona_and_key_of_the_query(tenant_a: Tenant) -> None:
+    publishable_key_create(org=tenant_a.org, name="first", allowed_origins=["https://a.test"])
+    second = publishable_key_create(
+        org=tenant_a.org, name="second", allowed_origins=["https://b.test"]
+    )
+
+    page = tenant_a.client.get(reverse("dashboard:widget") + f"?key={second.pk}")
+
+    assert f"data-key=&quot;{second.key}&quot;" in page.content.decode()
+
+
 def test_widget_page_shows_the_snippet(tenant_a: Tenant) -> None:
     key = publishable_key_create(
         org=tenant_a.org, name="site", allowed_origins=["https://alpha.test"]

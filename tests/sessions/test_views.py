@@ -77,6 +77,15 @@ def test_expired_client_secret_is_refused(secret_key_a: str) -> None:
         ),
         ("GOOD", {"session": "nope"}, 400, "invalid_value"),
         ("GOOD", "{broken", 400, "invalid_json"),
+        ("GOOD", "[" * 6000, 400, "invalid_json"),  # RecursionError inside json.loads
+        ("GOOD", {"session": {"model": "assist\x00ant"}}, 400, "invalid_value"),
+        (
+            "GOOD",
+            {"session": {"model": "assistant", "instructions": "a\x00"}},
+            400,
+            "invalid_value",
+        ),
+        ("GOOD", '{"session": ' + '{"a": ' * 40 + "1" + "}" * 41, 400, "invalid_json"),
     ],
 )
 def test_client_secret_errors(
@@ -225,3 +234,33 @@ def test_oversized_bodies_are_refused(secret_key_a: str, size: int) -> None:
     assert response.status_code == 413
     assert response.json()["error"]["code"] == "body_too_large"
     assert not ClientSecret.objects.exists()
+
+
+@pytest.mark.parametrize("body", ["[" * 6000, '{"key": ' + "[" * 40 + "]" * 40 + "}"])
+def test_widget_refuses_deeply_nested_json(tenant_a: Tenant, body: str) -> None:
+    response = Client().post(
+        "/v1/widget/sessions",
+        data=body,
+        content_type="application/json",
+        headers={"Origin": "https://shop.example"},
+    )
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_json"
+    assert "nested" in response.json()["error"]["message"]
+    assert not ClientSecret.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "body", [{"key": "pk_\x00", "persona": "assistant"}, {"key": "pk_x", "persona": "a\x00"}]
+)
+def test_widget_refuses_nul_characters(tenant_a: Tenant, body: dict[str, str]) -> None:
+    response = Client().post(
+        "/v1/widget/sessions",
+        data=body,
+        content_type="application/json",
+        headers={"Origin": "https://shop.example"},
+    )
+
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_value"

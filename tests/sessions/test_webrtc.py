@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import fractions
 import json
+import re
 import time
 import urllib.error
 import urllib.request
@@ -454,6 +455,51 @@ async def test_offer_errors(
     # and none of them left a peer or a call behind
     assert not webrtc.active_calls()
     assert not await Call.objects.filter(org_id=persona.org_id).aexists()
+
+
+def broken_offers(sdp: str) -> dict[str, str]:
+    """Offers that pass the first checks but trip aiortc: each was a 500 that spent the secret."""
+    return {
+        # an assert in aiortc's SDP parser
+        "no payload types": re.sub(r"(m=audio \d+ \S+) [\d ]+", r"\1 ", sdp, count=1),
+        # IndexError while the offer is applied
+        "msid without a track id": re.sub(r"(a=msid:\S+) \S+", r"\1 ", sdp, count=1),
+        # ValueError and AttributeError while the answer is made
+        "no direction": sdp.replace("a=sendrecv\r\n", "", 1),
+        "mid without a value": sdp.replace("a=mid:0", "a=mid", 1),
+    }
+
+
+async def test_offers_aiortc_cannot_use_are_400s_and_keep_the_secret(
+    rtc_settings: Any, persona: Persona, make_secret: Callable[..., str], client_peer: Client
+) -> None:
+    # given a caller's offer and a client secret
+    persona.agent_speaks_first = False
+    await persona.asave()
+    rtc_settings.WEBRTC_CONNECT_TIMEOUT_S = 1
+    sdp = await client_peer.offer()
+    secret = await sync_to_async(make_secret)()
+    for name, broken in broken_offers(sdp).items():
+        assert broken != sdp, name
+        # when a broken version of it is posted
+        response = await post_offer(broken, secret)
+        # then it is a 400 that says why, and the secret is not spent
+        assert response.status_code == 400, (name, response.content)
+        error = json.loads(response.content)["error"]
+        assert error["code"] == "invalid_offer" and error["message"], name
+        assert not await ClientSecret.objects.filter(used_at__isnull=False).aexists(), name
+        assert not webrtc.active_calls(), name
+    # a model with a NUL character is refused without a query that cannot hold it
+    response = await post_offer(sdp, secret, model="assist%00ant")
+    assert json.loads(response.content)["error"]["code"] == "model_mismatch"
+    # and the same secret still answers the good offer, once
+    response = await post_offer(sdp, secret)
+    assert response.status_code == 201, response.content
+    assert await ClientSecret.objects.filter(used_at__isnull=False).acount() == 1
+    again = await post_offer(sdp, secret)
+    assert json.loads(again.content)["error"]["code"] == "client_secret_used"
+    call = await call_ended(response["Location"].rsplit("/", 1)[1])  # never connected
+    assert call.end_reason == "error"
 
 
 async def test_preflight_allows_the_widget_from_any_origin(rtc_settings: Any) -> None:

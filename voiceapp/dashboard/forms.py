@@ -9,7 +9,8 @@ from django.http import HttpRequest
 
 from voiceapp.personas.models import ASRModel, Persona, PersonaFact, Voice
 from voiceapp.tenants.models import LLMEndpoint, Organization, Role, User
-from voiceapp.tenants.services import organization_create, origins_normalize
+from voiceapp.tenants.origins import origins_clean
+from voiceapp.tenants.services import organization_create
 
 
 class OriginsField(forms.CharField):
@@ -30,7 +31,7 @@ class OriginsField(forms.CharField):
 
     def clean(self, value: Any) -> list[str]:
         origins = super().clean(value)
-        return origins_normalize(origins)
+        return origins_clean(origins)
 
 
 class SignupForm(AllauthSignupForm):

@@ -512,6 +512,14 @@ def llm_endpoint_test_view(request: HttpRequest, membership: Membership, pk: int
     return redirect("dashboard:llm_endpoints")
 
 
+def _id_param(request: HttpRequest, name: str) -> int:
+    """A row id from the query string; 0 (no row) for anything that is not one."""
+    value = request.GET.get(name, "")
+    if value.isascii() and value.isdigit() and len(value) <= 18:
+        return int(value)
+    return 0
+
+
 # --- Widget --------------------------------------------------------------------
 
 
@@ -520,8 +528,8 @@ def widget(request: HttpRequest, membership: Membership) -> HttpResponse:
     org = membership.org
     personas = persona_list(org=org).filter(is_active=True)
     keys = tenant_selectors.publishable_key_list(org=org, active_only=True)
-    persona = personas.filter(pk=request.GET.get("persona") or 0).first() or personas.first()
-    key = keys.filter(pk=request.GET.get("key") or 0).first() or keys.first()
+    persona = personas.filter(pk=_id_param(request, "persona")).first() or personas.first()
+    key = keys.filter(pk=_id_param(request, "key")).first() or keys.first()
     snippet = None
     if persona and key:
         script_src = request.build_absolute_uri("/static/widget/v1.js")
@@ -558,7 +566,7 @@ WATERFALL_SPANS = [
 def call_list_view(request: HttpRequest, membership: Membership) -> HttpResponse:
     org = membership.org
     personas = persona_list(org=org)
-    persona = personas.filter(pk=request.GET.get("persona") or 0).first()
+    persona = personas.filter(pk=_id_param(request, "persona")).first()
     calls = call_list(org=org, persona_id=persona.pk if persona else None)
     page = Paginator(calls, 25).get_page(request.GET.get("page"))
     return render(

@@ -161,14 +161,14 @@ class Persona(models.Model):
         return self.name
 
     def clean(self) -> None:
-        from voiceapp.tenants.services import origins_normalize
+        from voiceapp.tenants.origins import origins_clean
 
         if self.agent_speaks_first and not self.greeting.strip():
             raise ValidationError({"greeting": "A greeting is needed when the agent speaks first."})
         if not isinstance(self.allowed_origins, list):
             raise ValidationError({"allowed_origins": "Give a list of origins."})
         try:
-            self.allowed_origins = origins_normalize([str(o) for o in self.allowed_origins])
+            self.allowed_origins = origins_clean([str(o) for o in self.allowed_origins])
         except ValidationError as exc:
             raise ValidationError({"allowed_origins": exc.messages}) from exc
         if self.voice_id and not Voice.objects.filter(pk=self.voice_id, is_available=True).exists():

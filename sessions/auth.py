@@ -64,7 +64,9 @@ class CallGrant:
 def _persona_for(org: Organization, model: str | None) -> Persona:
     if not model:
         raise AuthError("missing_model", "Name the persona: ?model=<persona slug>.", 400)
-    persona = Persona.objects.filter(org=org, slug=model).select_related("voice").first()
+    persona = None
+    if "\x00" not in model:  # no slug holds one, and Postgres refuses it in a query
+        persona = Persona.objects.filter(org=org, slug=model).select_related("voice").first()
     if persona is None:
         # Another org's persona and a missing one look the same from outside.
         raise AuthError("model_not_found", f"No persona “{model}” in this organization.", 404)

@@ -468,6 +468,7 @@ def test_bad_input_gets_errors_and_the_call_survives(
         ("bad", "assistant", "invalid_api_key", 4001),
         ("revoked", "assistant", "invalid_api_key", 4001),
         ("good", "no-such-persona", "model_not_found", 4004),
+        ("good", "assist%00ant", "model_not_found", 4004),  # Postgres stores no NUL
         ("good", "", "missing_model", 4000),
         ("other_org", "assistant-b", "model_not_found", 4004),
     ],

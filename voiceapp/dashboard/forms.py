@@ -10,6 +10,7 @@ from django.http import HttpRequest
 from voiceapp.personas.models import ASRModel, Persona, PersonaFact, Voice
 from voiceapp.tenants.models import LLMEndpoint, Organization, Role, User
 from voiceapp.tenants.services import organization_create, origins_normalize
+from webhooks.models import EventType
 
 
 class OriginsField(forms.CharField):
@@ -229,3 +230,20 @@ class LLMEndpointForm(forms.Form):
         api_key = data.pop("api_key", "")
         data["api_key"] = "" if clear else (api_key or None)
         return data
+
+
+class WebhookEndpointForm(forms.Form):
+    # The URL's checks (scheme, public address) run in webhooks.services.
+    url = forms.CharField(
+        max_length=500,
+        label="URL",
+        widget=forms.URLInput(attrs={"placeholder": "https://api.example.com/hooks/voice"}),
+        help_text="Receives a signed POST for each event. It must be reachable from the "
+        "internet (private and loopback addresses are refused).",
+    )
+    events = forms.MultipleChoiceField(
+        choices=EventType.choices,
+        widget=forms.CheckboxSelectMultiple,
+        initial=[EventType.CALL_ENDED],
+        label="Events",
+    )

@@ -94,6 +94,8 @@ def calls_reconcile(*, stale_after_s: float) -> int:
                 end_reason=Call.EndReason.LOST,
             )
             if updated:
-                call_event_on_commit(call_id=str(call.pk), org_id=call.org_id, event_type="call.ended")
+                call_event_on_commit(
+                    call_id=str(call.pk), org_id=call.org_id, event_type="call.ended"
+                )
             closed += updated
     return closed

@@ -421,7 +421,9 @@ def test_api_refuses_other_orgs_webhooks(
 
 
 def test_api_lists_only_own_webhooks(secret_key_a: str, org_b: OrgB) -> None:
-    response = Client().get("/api/v1/webhooks/", headers={"Authorization": f"Bearer {secret_key_a}"})
+    response = Client().get(
+        "/api/v1/webhooks/", headers={"Authorization": f"Bearer {secret_key_a}"}
+    )
 
     assert response.status_code == 200 and response.json() == []
     assert _leaks(response.content, org_b) == []

@@ -82,8 +82,7 @@ def resolve(url: str, *, allow_private: bool) -> Target:
             why = _refusal(address)
             if why is not None:
                 raise UnsafeURL(
-                    f"Webhooks cannot be sent to {host}: {address} is {why}. "
-                    "Use a public URL."
+                    f"Webhooks cannot be sent to {host}: {address} is {why}. Use a public URL."
                 )
     return Target(scheme=scheme, host=host, port=port, path=path, addresses=addresses)
 
@@ -108,9 +107,7 @@ class _PinnedHTTPSConnection(http.client.HTTPSConnection):
         self.sock = self._context.wrap_socket(sock, server_hostname=self.host)  # type: ignore[attr-defined]
 
 
-def post(
-    target: Target, *, body: bytes, headers: dict[str, str], timeout_s: float
-) -> int:
+def post(target: Target, *, body: bytes, headers: dict[str, str], timeout_s: float) -> int:
     """POST `body` to the first address of `target` that accepts a connection;
     the response's status code. Raises OSError (refused, timed out, TLS) or
     http.client.HTTPException."""

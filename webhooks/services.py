@@ -105,9 +105,7 @@ def emit_event(
     if event_type not in EventType.values:
         raise ValueError(f"Unknown webhook event {event_type!r}.")
     endpoints = [
-        e
-        for e in WebhookEndpoint.objects.filter(org=org, enabled=True)
-        if event_type in e.events
+        e for e in WebhookEndpoint.objects.filter(org=org, enabled=True) if event_type in e.events
     ]
     if not endpoints:
         return []

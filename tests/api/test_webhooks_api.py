@@ -30,7 +30,9 @@ def test_create_returns_the_secret_once(api: Api, tenant_a: Tenant) -> None:
     assert webhook_endpoint_secret(endpoint=endpoint) == secret
     assert secret not in endpoint.secret_encrypted
     body = b'{"type":"call.ended"}'
-    signed = headers(secret=secret, msg_id="msg_1", timestamp=int(endpoint.created_at.timestamp()), body=body)
+    signed = headers(
+        secret=secret, msg_id="msg_1", timestamp=int(endpoint.created_at.timestamp()), body=body
+    )
     assert Webhook(secret).verify(body, signed) == {"type": "call.ended"}
     for response in (api.get("webhooks/"), api.get(f"webhooks/{endpoint.pk}/")):
         assert response.status_code == 200

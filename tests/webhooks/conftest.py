@@ -8,7 +8,7 @@ from tests.support.webhook_receiver import Receiver, webhook_receiver
 
 
 @pytest.fixture
-def allow_private(settings) -> None:  # type: ignore[no-untyped-def]
+def allow_private(settings) -> None:
     """Webhooks may go to loopback, where the test receiver listens."""
     settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
 

@@ -35,18 +35,18 @@ def open_call(tenant: Tenant) -> Call:
 
 def test_a_call_sends_started_then_ended_with_transcript_and_latency(
     tenant_a: Tenant, receiver: Receiver, django_capture_on_commit_callbacks
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     _, secret = webhook_endpoint_create(org=tenant_a.org, url=receiver.url, events=EVENTS)
     with django_capture_on_commit_callbacks(execute=True):
         call = open_call(tenant_a)
     call_id = str(call.pk)
     call_item_record(call_id=call_id, item_id="u1", role="user", text="When do you open?", at_s=1)
-    call_item_record(
-        call_id=call_id, item_id="a1", role="assistant", text="At nine.", at_s=2.5
-    )
+    call_item_record(call_id=call_id, item_id="a1", role="assistant", text="At nine.", at_s=2.5)
     for n, v2v in enumerate([400.0, 1000.0, 600.0, 500.0, 700.0]):
         spans = {"v2v_ms": v2v, "asr_ms": 50.0 + n}
-        call_turn_record(call_id=call_id, response_id=f"r{n}", status="completed", at_s=n, spans=spans)
+        call_turn_record(
+            call_id=call_id, response_id=f"r{n}", status="completed", at_s=n, spans=spans
+        )
 
     with django_capture_on_commit_callbacks(execute=True):
         ended = call_end(call_id=call_id, reason="hangup")
@@ -60,7 +60,7 @@ def test_a_call_sends_started_then_ended_with_transcript_and_latency(
     assert data["call_id"] == call_id and data["persona"] == "assistant"
     assert data["end_reason"] == "hangup" and data["duration_s"] == ended.duration_s
     assert data["started_at"] == ended.started_at.isoformat()
-    assert data["ended_at"] == ended.ended_at.isoformat()  # type: ignore[union-attr]
+    assert data["ended_at"] == ended.ended_at.isoformat()
     assert [(t["role"], t["text"]) for t in data["transcript"]] == [
         ("user", "When do you open?"),
         ("assistant", "At nine."),
@@ -75,7 +75,7 @@ def test_a_call_sends_started_then_ended_with_transcript_and_latency(
 
 def test_ending_a_call_twice_sends_call_ended_once(
     tenant_a: Tenant, receiver: Receiver, django_capture_on_commit_callbacks
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     webhook_endpoint_create(org=tenant_a.org, url=receiver.url, events=["call.ended"])
     call = open_call(tenant_a)
 
@@ -91,7 +91,7 @@ def test_ending_a_call_twice_sends_call_ended_once(
 
 def test_a_reconciled_call_gets_call_ended(
     tenant_a: Tenant, receiver: Receiver, settings, django_capture_on_commit_callbacks
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     _, secret = webhook_endpoint_create(org=tenant_a.org, url=receiver.url, events=["call.ended"])
     settings.CALL_STALE_AFTER_S = 60
     stale = open_call(tenant_a)
@@ -111,7 +111,7 @@ def test_a_reconciled_call_gets_call_ended(
 
 def test_orgs_without_webhooks_queue_nothing(
     tenant_a: Tenant, monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     queued: list[tuple[object, ...]] = []
     monkeypatch.setattr(tasks.emit_call_event, "delay", lambda *a: queued.append(a))
 
@@ -124,7 +124,7 @@ def test_orgs_without_webhooks_queue_nothing(
 
 def test_a_broken_queue_never_breaks_a_call(
     tenant_a: Tenant, monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     webhook_endpoint_create(org=tenant_a.org, url="https://93.184.215.14/h", events=EVENTS)
 
     def broker_down(*args: object) -> None:

@@ -29,7 +29,7 @@ pytestmark = pytest.mark.django_db
 
 def test_an_event_arrives_signed_at_subscribed_endpoints_only(
     tenant_a: Tenant, tenant_b: Tenant, receiver: Receiver, django_capture_on_commit_callbacks
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     _, secret = webhook_endpoint_create(
         org=tenant_a.org, url=receiver.url, events=["usage.threshold"]
     )
@@ -55,7 +55,7 @@ def test_an_event_arrives_signed_at_subscribed_endpoints_only(
 
 def test_retries_through_celery_keep_the_webhook_id(
     tenant_a: Tenant, receiver: Receiver, django_capture_on_commit_callbacks
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     _, secret = webhook_endpoint_create(org=tenant_a.org, url=receiver.url, events=["call.ended"])
     receiver.answer(500, 500)
 
@@ -74,7 +74,7 @@ def test_retries_through_celery_keep_the_webhook_id(
 
 def test_backoff_schedule_then_failed(
     tenant_a: Tenant, receiver: Receiver, django_capture_on_commit_callbacks
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     webhook_endpoint_create(org=tenant_a.org, url=receiver.url, events=["call.started"])
     with django_capture_on_commit_callbacks(execute=False) as queued:
         (delivery,) = emit_event(tenant_a.org, "call.started", {"call_id": "y"})
@@ -102,7 +102,7 @@ def test_backoff_schedule_then_failed(
 
 def test_a_duplicate_task_for_the_same_attempt_sends_nothing(
     tenant_a: Tenant, receiver: Receiver, django_capture_on_commit_callbacks
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     webhook_endpoint_create(org=tenant_a.org, url=receiver.url, events=["call.started"])
     with django_capture_on_commit_callbacks(execute=False):
         (delivery,) = emit_event(tenant_a.org, "call.started", {})
@@ -115,7 +115,7 @@ def test_a_duplicate_task_for_the_same_attempt_sends_nothing(
 
 def test_resend_carries_the_same_id_and_body_with_a_new_signature(
     tenant_a: Tenant, receiver: Receiver, django_capture_on_commit_callbacks
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     _, secret = webhook_endpoint_create(org=tenant_a.org, url=receiver.url, events=["call.ended"])
     with django_capture_on_commit_callbacks(execute=True):
         (delivery,) = emit_event(tenant_a.org, "call.ended", {"call_id": "z"})
@@ -136,7 +136,7 @@ def test_resend_carries_the_same_id_and_body_with_a_new_signature(
 
 def test_no_answer_in_time_is_a_failed_attempt(
     tenant_a: Tenant, allow_private: None, settings, django_capture_on_commit_callbacks
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     settings.WEBHOOK_TIMEOUT_S = 0.5
     silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
@@ -160,7 +160,7 @@ def test_no_answer_in_time_is_a_failed_attempt(
 
 def test_an_overdue_delivery_is_sent_again(
     tenant_a: Tenant, receiver: Receiver, django_capture_on_commit_callbacks
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     webhook_endpoint_create(org=tenant_a.org, url=receiver.url, events=["call.ended"])
     with django_capture_on_commit_callbacks(execute=False):  # the queued task is lost
         (delivery,) = emit_event(tenant_a.org, "call.ended", {"n": 1})

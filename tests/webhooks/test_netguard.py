@@ -75,7 +75,7 @@ def test_loopback_is_allowed_when_the_setting_is_on(tenant_a: Tenant, allow_priv
 
 def test_the_address_is_checked_again_at_send_time(
     tenant_a: Tenant, receiver: Receiver, settings, django_capture_on_commit_callbacks
-) -> None:  # type: ignore[no-untyped-def]
+) -> None:
     webhook_endpoint_create(org=tenant_a.org, url=receiver.url, events=["call.ended"])
     settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = False  # e.g. the operator turned it off since
     with django_capture_on_commit_callbacks(execute=False):

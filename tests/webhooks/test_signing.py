@@ -22,7 +22,9 @@ def test_secrets_are_whsec_and_32_random_bytes() -> None:
 
 def test_the_reference_library_verifies_our_signature() -> None:
     secret = secret_generate()
-    body = json.dumps({"type": "call.ended", "data": {"call_id": "c1", "text": "héllo"}}, ensure_ascii=False).encode()
+    body = json.dumps(
+        {"type": "call.ended", "data": {"call_id": "c1", "text": "héllo"}}, ensure_ascii=False
+    ).encode()
     signed = headers(secret=secret, msg_id="msg_abc", timestamp=int(time.time()), body=body)
 
     assert set(signed) == {"webhook-id", "webhook-timestamp", "webhook-signature"}

@@ -52,7 +52,8 @@ def webhook_create_view(request: HttpRequest, membership: Membership) -> HttpRes
             _add_errors(form, exc)
         else:
             messages.success(
-                request, f"Added {endpoint.url}. Copy its signing secret now: it is not shown again."
+                request,
+                f"Added {endpoint.url}. Copy its signing secret now: it is not shown again.",
             )
             return _webhooks_page(request, membership, new_secret=secret)
     return _webhooks_page(request, membership, form=form)

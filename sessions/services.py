@@ -14,6 +14,7 @@ from sessions.auth import CallGrant
 from sessions.models import Call, CallItem, CallTurn
 from voiceapp.engine.tracing import SPAN_NAMES
 from voiceapp.personas.models import Persona
+from webhooks.services import call_event_on_commit
 
 STORED_SPANS = [name for name in SPAN_NAMES if name != "send_ms"]
 
@@ -22,7 +23,7 @@ def call_start(
     *, call_id: str, grant: CallGrant, transport: str, client_info: dict[str, str]
 ) -> Call:
     persona = Persona.objects.get(pk=grant.persona_id, org_id=grant.org_id)
-    return Call.objects.create(
+    call = Call.objects.create(
         id=call_id,
         org_id=grant.org_id,
         persona=persona,
@@ -30,6 +31,8 @@ def call_start(
         transport=transport,
         client_info=client_info,
     )
+    call_event_on_commit(call_id=call_id, org_id=grant.org_id, event_type="call.started")
+    return call
 
 
 def call_touch(*, call_id: str) -> None:
@@ -74,6 +77,7 @@ def call_end(*, call_id: str, reason: str) -> Call | None:
     call.duration_s = round((call.ended_at - call.started_at).total_seconds(), 2)
     call.end_reason = reason
     call.save(update_fields=["ended_at", "last_seen_at", "duration_s", "end_reason"])
+    call_event_on_commit(call_id=call_id, org_id=call.org_id, event_type="call.ended")
     return call
 
 
@@ -89,5 +93,9 @@ def calls_reconcile(*, stale_after_s: float) -> int:
                 duration_s=round((call.last_seen_at - call.started_at).total_seconds(), 2),
                 end_reason=Call.EndReason.LOST,
             )
+            if updated:
+                call_event_on_commit(
+                    call_id=str(call.pk), org_id=call.org_id, event_type="call.ended"
+                )
             closed += updated
     return closed

@@ -33,12 +33,16 @@ from voiceapp.tenants.services import (
     publishable_key_create,
     secret_key_create,
 )
+from webhooks.models import WebhookDelivery, WebhookEndpoint
+from webhooks.services import emit_event, webhook_endpoint_create
 
 pytestmark = pytest.mark.django_db
 
 B_SECRET_MARK = "Bravo-Confidential-Instructions"
 B_FACT_MARK = "Bravo-Private-Opening-Hours"
 B_LLM_KEY = "sk-bravo-llm-key-do-not-leak"
+B_WEBHOOK_URL = "https://93.184.215.14/bravo-private-hook"
+B_WEBHOOK_MARK = "Bravo-Private-Usage-Event"
 
 
 @dataclass
@@ -52,6 +56,9 @@ class OrgB:
     call: Call
     fact: PersonaFact
     llm_endpoint: LLMEndpoint
+    webhook: WebhookEndpoint
+    webhook_secret: str
+    delivery: WebhookDelivery
 
     def snapshot(self) -> list[object]:
         """Everything of B's that a successful attack would change."""
@@ -64,6 +71,8 @@ class OrgB:
             Invitation.objects.filter(pk=self.invitation.pk).values("revoked_at").first(),
             Membership.objects.filter(pk=self.membership.pk).values("role").first(),
             LLMEndpoint.objects.filter(pk=self.llm_endpoint.pk).values().first(),
+            WebhookEndpoint.objects.filter(pk=self.webhook.pk).values().first(),
+            WebhookDelivery.objects.filter(pk=self.delivery.pk).values().first(),
         ]
 
 
@@ -105,7 +114,25 @@ def org_b(tenant_b: Tenant, django_capture_on_commit_callbacks) -> OrgB:  # type
         api_key=B_LLM_KEY,
         is_default=True,
     )
-    return OrgB(persona, key, raw, pk_key, invitation, membership, call, fact, endpoint)
+    webhook, webhook_secret = webhook_endpoint_create(
+        org=tenant_b.org, url=B_WEBHOOK_URL, events=["usage.threshold"]
+    )
+    with django_capture_on_commit_callbacks(execute=False):  # logged, never sent
+        (delivery,) = emit_event(tenant_b.org, "usage.threshold", {"note": B_WEBHOOK_MARK})
+    return OrgB(
+        persona,
+        key,
+        raw,
+        pk_key,
+        invitation,
+        membership,
+        call,
+        fact,
+        endpoint,
+        webhook,
+        webhook_secret,
+        delivery,
+    )
 
 
 # URL name -> the ids of B's objects to aim it at. Names left out must be listed in
@@ -127,6 +154,9 @@ TARGETS: dict[str, Callable[[OrgB], object]] = {
     "llm_endpoint_edit": lambda b: b.llm_endpoint.pk,
     "llm_endpoint_delete": lambda b: b.llm_endpoint.pk,
     "llm_endpoint_test": lambda b: b.llm_endpoint.pk,
+    "webhook_delete": lambda b: b.webhook.pk,
+    "webhook_delivery": lambda b: b.delivery.pk,
+    "webhook_resend": lambda b: b.delivery.pk,
 }
 NOT_TENANT_OWNED = {
     "voice_preview": "voices are the server's shared catalogue",
@@ -157,6 +187,11 @@ def _leaks(content: bytes, b: OrgB) -> list[str]:
         "bravo-private-model",
         B_LLM_KEY,
         b.llm_endpoint.api_key_encrypted,
+        B_WEBHOOK_URL,
+        B_WEBHOOK_MARK,
+        b.webhook_secret,
+        b.webhook.secret_encrypted,
+        b.delivery.webhook_id,
     ]
     return [m for m in marks if m in text]
 
@@ -363,3 +398,32 @@ def test_api_cannot_point_a_persona_at_another_orgs_endpoint(
     assert _leaks(response.content, org_b) == []
     persona.refresh_from_db()
     assert persona.llm_endpoint is None
+
+
+@pytest.mark.parametrize(("method", "suffix"), [("get", ""), ("delete", ""), ("patch", "")])
+def test_api_refuses_other_orgs_webhooks(
+    secret_key_a: str, org_b: OrgB, method: str, suffix: str
+) -> None:
+    before = org_b.snapshot()
+
+    response = getattr(Client(), method)(
+        f"/api/v1/webhooks/{org_b.webhook.pk}/{suffix}",
+        data={"url": "https://93.184.215.15/evil", "events": ["call.ended"]},
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {secret_key_a}"},
+    )
+
+    assert response.status_code in (404, 405)
+    if response.status_code == 404:
+        assert response.json()["error"]["code"] == "not_found"
+    assert _leaks(response.content, org_b) == []
+    assert org_b.snapshot() == before
+
+
+def test_api_lists_only_own_webhooks(secret_key_a: str, org_b: OrgB) -> None:
+    response = Client().get(
+        "/api/v1/webhooks/", headers={"Authorization": f"Bearer {secret_key_a}"}
+    )
+
+    assert response.status_code == 200 and response.json() == []
+    assert _leaks(response.content, org_b) == []

@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "voiceapp.inference",
     "sessions.apps.CallsConfig",
     "billing",
+    "webhooks",
 ]
 
 MIDDLEWARE = [
@@ -267,7 +268,12 @@ WEBRTC_CONNECT_TIMEOUT_S = env.float("WEBRTC_CONNECT_TIMEOUT_S", default=15.0)
 WEBRTC_LOOPBACK_ONLY = env.bool("WEBRTC_LOOPBACK_ONLY", default=False)
 CELERY_BEAT_SCHEDULE = {
     "reconcile-open-calls": {"task": "calls.reconcile_open_calls", "schedule": 60.0},
+    "webhooks-retry-overdue": {"task": "webhooks.retry_overdue", "schedule": 60.0},
 }
+# Webhooks (docs/WEBHOOKS.md): URLs resolving to private, loopback, link-local or
+# unspecified addresses are refused unless this is on (for tests and closed networks).
+WEBHOOK_ALLOW_PRIVATE_NETWORKS = env.bool("WEBHOOK_ALLOW_PRIVATE_NETWORKS", default=False)
+WEBHOOK_TIMEOUT_S = env.float("WEBHOOK_TIMEOUT_S", default=10.0)
 
 # --- Models and inference --------------------------------------------------
 # Paths default to the model packages installed from the package index; an

@@ -5,11 +5,13 @@ from rest_framework.routers import SimpleRouter
 from voiceapp.api.exceptions import api_not_found
 from voiceapp.personas.apis import PersonaFactViewSet, PersonaViewSet, VoiceViewSet
 from voiceapp.tenants.apis import LLMEndpointViewSet
+from webhooks.apis import WebhookEndpointViewSet
 
 router = SimpleRouter()
 router.register("personas", PersonaViewSet, basename="persona")
 router.register("voices", VoiceViewSet, basename="voice")
 router.register("llm-endpoints", LLMEndpointViewSet, basename="llm-endpoint")
+router.register("webhooks", WebhookEndpointViewSet, basename="webhook")
 
 fact_list = PersonaFactViewSet.as_view({"get": "list", "post": "create", "put": "replace"})
 fact_detail = PersonaFactViewSet.as_view(

@@ -11,6 +11,7 @@ from voiceapp.personas.models import ASRModel, Persona, PersonaFact, Voice
 from voiceapp.tenants.models import LLMEndpoint, Organization, Role, User
 from voiceapp.tenants.origins import origins_clean
 from voiceapp.tenants.services import organization_create
+from webhooks.models import EventType
 
 
 class OriginsField(forms.CharField):
@@ -230,3 +231,20 @@ class LLMEndpointForm(forms.Form):
         api_key = data.pop("api_key", "")
         data["api_key"] = "" if clear else (api_key or None)
         return data
+
+
+class WebhookEndpointForm(forms.Form):
+    # The URL's checks (scheme, public address) run in webhooks.services.
+    url = forms.CharField(
+        max_length=500,
+        label="URL",
+        widget=forms.URLInput(attrs={"placeholder": "https://api.example.com/hooks/voice"}),
+        help_text="Receives a signed POST for each event. It must be reachable from the "
+        "internet (private and loopback addresses are refused).",
+    )
+    events = forms.MultipleChoiceField(
+        choices=EventType.choices,
+        widget=forms.CheckboxSelectMultiple,
+        initial=[EventType.CALL_ENDED],
+        label="Events",
+    )

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from voiceapp.dashboard import views
+from voiceapp.dashboard import views, webhook_views
 
 app_name = "dashboard"
 urlpatterns = [
@@ -44,6 +44,19 @@ urlpatterns = [
     path("llm/<int:pk>/", views.llm_endpoint_edit_view, name="llm_endpoint_edit"),
     path("llm/<int:pk>/delete/", views.llm_endpoint_delete_view, name="llm_endpoint_delete"),
     path("llm/<int:pk>/test/", views.llm_endpoint_test_view, name="llm_endpoint_test"),
+    path("webhooks/", webhook_views.webhooks, name="webhooks"),
+    path("webhooks/new/", webhook_views.webhook_create_view, name="webhook_create"),
+    path("webhooks/<int:pk>/delete/", webhook_views.webhook_delete_view, name="webhook_delete"),
+    path(
+        "webhooks/deliveries/<int:pk>/",
+        webhook_views.webhook_delivery_view,
+        name="webhook_delivery",
+    ),
+    path(
+        "webhooks/deliveries/<int:pk>/resend/",
+        webhook_views.webhook_resend_view,
+        name="webhook_resend",
+    ),
     path("widget/", views.widget, name="widget"),
     path("widget/test-session/<int:pk>/", views.widget_test_session, name="widget_test_session"),
     path("calls/", views.call_list_view, name="call_list"),

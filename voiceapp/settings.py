@@ -274,6 +274,9 @@ CELERY_BEAT_SCHEDULE = {
 # unspecified addresses are refused unless this is on (for tests and closed networks).
 WEBHOOK_ALLOW_PRIVATE_NETWORKS = env.bool("WEBHOOK_ALLOW_PRIVATE_NETWORKS", default=False)
 WEBHOOK_TIMEOUT_S = env.float("WEBHOOK_TIMEOUT_S", default=10.0)
+# Without a task broker (the embedded default runs Celery tasks inline) deliveries
+# are sent from a background thread of the web process, retries included.
+WEBHOOK_DELIVERY_THREAD = env.bool("WEBHOOK_DELIVERY_THREAD", default=not REDIS_URL)
 
 # --- Models and inference --------------------------------------------------
 # Paths default to the model packages installed from the package index; an

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 import uuid
 from datetime import timedelta
@@ -18,7 +19,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from voiceapp.tenants import crypto
@@ -164,11 +165,28 @@ def call_event_emit(*, call_id: str, event_type: str) -> list[WebhookDelivery]:
 def _enqueue(delivery_id: int, *, attempt: int, countdown: float = 0) -> None:
     from webhooks.tasks import deliver_webhook
 
+    if settings.WEBHOOK_DELIVERY_THREAD:
+        # No task broker (the embedded default runs Celery tasks inline): send from
+        # a thread of this process, so a slow endpoint never holds up the call that
+        # emitted the event, and retries wait their turn instead of running at once.
+        timer = threading.Timer(countdown, _attempt_in_thread, (delivery_id, attempt))
+        timer.daemon = True
+        timer.start()
+        return
     try:
         deliver_webhook.apply_async((delivery_id, attempt), countdown=countdown)
     except Exception:
         # Picked up again by webhooks_retry_overdue.
         logger.exception("Could not queue webhook delivery %s", delivery_id)
+
+
+def _attempt_in_thread(delivery_id: int, attempt: int) -> None:
+    try:
+        webhook_attempt(delivery_id=delivery_id, attempt=attempt)
+    except Exception:
+        logger.exception("Webhook delivery %s failed", delivery_id)
+    finally:
+        connection.close()  # this thread's own connection
 
 
 def _claim(delivery_id: int, attempt: int) -> WebhookDelivery | None:

@@ -4,6 +4,7 @@ status codes a test scripts (then 200)."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ class Receiver:
     url: str
     statuses: list[int] = field(default_factory=list)
     received: list[Received] = field(default_factory=list)
+    delay_s: float = 0.0  # how long each answer takes
 
     def answer(self, *statuses: int) -> None:
         """The next requests get these status codes, in order; later ones 200."""
@@ -35,6 +37,7 @@ def webhook_receiver() -> Iterator[Receiver]:
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
+            time.sleep(receiver.delay_s)
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             with lock:
                 receiver.received.append(

@@ -9,11 +9,13 @@ import time
 from datetime import timedelta
 
 import pytest
+from django.db import transaction
 from django.utils import timezone
 from standardwebhooks import Webhook
 
 from tests.conftest import Tenant
 from tests.support.webhook_receiver import Receiver
+from webhooks import services
 from webhooks.models import WebhookDelivery
 from webhooks.services import (
     RETRY_DELAYS_S,
@@ -181,3 +183,32 @@ def test_an_overdue_delivery_is_sent_again(
 def test_unknown_events_are_refused(tenant_a: Tenant) -> None:
     with pytest.raises(ValueError, match="Unknown webhook event"):
         emit_event(tenant_a.org, "call.exploded", {})
+
+
+@pytest.mark.django_db(transaction=True)
+def test_without_a_broker_a_slow_endpoint_does_not_hold_up_the_caller(
+    settings, monkeypatch: pytest.MonkeyPatch, tenant_a: Tenant, receiver: Receiver
+) -> None:
+    # given the embedded default (no broker: Celery runs tasks inline) and an
+    # endpoint that takes 1.5 s to answer, failing once
+    settings.WEBHOOK_DELIVERY_THREAD = True
+    monkeypatch.setattr(services, "RETRY_DELAYS_S", (0.2, *RETRY_DELAYS_S[1:]))
+    receiver.delay_s = 1.5
+    receiver.answer(500)
+    _, secret = webhook_endpoint_create(org=tenant_a.org, url=receiver.url, events=["call.ended"])
+    # when an event is emitted (as a call's end does)
+    started = time.monotonic()
+    with transaction.atomic():
+        emit_event(tenant_a.org, "call.ended", {"call_id": "slow"})
+    emitted_in = time.monotonic() - started
+    # then the caller goes on at once, and the delivery arrives, retried, in the background
+    assert emitted_in < 1.0
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if WebhookDelivery.objects.get().status == "delivered":
+            break
+        time.sleep(0.1)
+    delivery = WebhookDelivery.objects.get()
+    assert delivery.status == "delivered" and delivery.attempts == 2
+    assert len(receiver.received) == 2
+    assert Webhook(secret).verify(receiver.received[1].body, receiver.received[1].headers)

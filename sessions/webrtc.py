@@ -36,11 +36,13 @@ from aiortc import (
 )
 from aiortc.mediastreams import MediaStreamError
 from aiortc.sdp import SessionDescription
+from asgiref.sync import sync_to_async
 from av import AudioFrame
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from billing.services import quota_guard
 from sessions.auth import AuthError, CallGrant, grant_from_client_secret
 from sessions.ice import ice_servers
 from sessions.realtime import new_id
@@ -623,6 +625,7 @@ async def calls_create(request: HttpRequest) -> HttpResponse:
         )
     try:
         grant: CallGrant = await grant_from_client_secret(token, model=request.GET.get("model"))
+        await sync_to_async(quota_guard)(org_id=grant.org_id)  # before any media work
     except AuthError as exc:
         return error_response(exc.status, exc.code, exc.message)
 

@@ -265,6 +265,9 @@ TURN_CREDENTIAL_TTL_S = env.int("TURN_CREDENTIAL_TTL_S", default=3600)
 WEBRTC_CONNECT_TIMEOUT_S = env.float("WEBRTC_CONNECT_TIMEOUT_S", default=15.0)
 # Tests keep media on loopback: ICE gathers 127.0.0.1 only.
 WEBRTC_LOOPBACK_ONLY = env.bool("WEBRTC_LOOPBACK_ONLY", default=False)
+# How often a call on a plan without overage re-reads the org's remaining time
+# (sooner when less than this is left).
+BILLING_QUOTA_CHECK_S = env.float("BILLING_QUOTA_CHECK_S", default=10.0)
 CELERY_BEAT_SCHEDULE = {
     "reconcile-open-calls": {"task": "calls.reconcile_open_calls", "schedule": 60.0},
 }

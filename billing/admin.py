@@ -1,0 +1,52 @@
+from django.contrib import admin
+
+from billing.models import Plan, Subscription, UsageRecord
+
+
+@admin.register(Plan)
+class PlanAdmin(admin.ModelAdmin):
+    list_display = [
+        "name",
+        "slug",
+        "included_seconds",
+        "overage_price_per_minute",
+        "currency",
+        "max_concurrent_calls",
+        "max_call_duration_s",
+        "retention_days",
+        "is_default",
+    ]
+    prepopulated_fields = {"slug": ("name",)}
+
+
+@admin.register(Subscription)
+class SubscriptionAdmin(admin.ModelAdmin):
+    list_display = ["org", "plan", "pending_plan", "period_start", "period_end", "remaining_seconds"]
+    list_select_related = ["org", "plan", "pending_plan"]
+    search_fields = ["org__name", "org__slug"]
+    raw_id_fields = ["org"]
+
+
+@admin.register(UsageRecord)
+class UsageRecordAdmin(admin.ModelAdmin):
+    list_display = [
+        "call_ref",
+        "org",
+        "ended_at",
+        "billed_seconds",
+        "included_seconds",
+        "overage_seconds",
+        "end_reason",
+    ]
+    list_filter = ["plan", "end_reason"]
+    search_fields = ["call_ref", "org__slug"]
+    date_hierarchy = "ended_at"
+
+    def has_add_permission(self, request):  # type: ignore[no-untyped-def]
+        return False  # the ledger is written by calls ending, never by hand
+
+    def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return False
+
+    def has_delete_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+        return False

@@ -1,4 +1,7 @@
+from typing import Any
+
 from django.contrib import admin
+from django.http import HttpRequest
 
 from billing.models import Plan, Subscription, UsageRecord
 
@@ -21,7 +24,14 @@ class PlanAdmin(admin.ModelAdmin):
 
 @admin.register(Subscription)
 class SubscriptionAdmin(admin.ModelAdmin):
-    list_display = ["org", "plan", "pending_plan", "period_start", "period_end", "remaining_seconds"]
+    list_display = [
+        "org",
+        "plan",
+        "pending_plan",
+        "period_start",
+        "period_end",
+        "remaining_seconds",
+    ]
     list_select_related = ["org", "plan", "pending_plan"]
     search_fields = ["org__name", "org__slug"]
     raw_id_fields = ["org"]
@@ -42,11 +52,11 @@ class UsageRecordAdmin(admin.ModelAdmin):
     search_fields = ["call_ref", "org__slug"]
     date_hierarchy = "ended_at"
 
-    def has_add_permission(self, request):  # type: ignore[no-untyped-def]
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # the ledger is written by calls ending, never by hand
 
-    def has_change_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
-    def has_delete_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

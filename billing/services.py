@@ -10,8 +10,7 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from datetime import timezone as dt_timezone
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.core.mail import send_mail
@@ -38,7 +37,7 @@ ALERT_FRACTION = 0.8
 
 def month_bounds(at: datetime) -> tuple[datetime, datetime]:
     """The calendar month (UTC) that holds `at`: [start, end)."""
-    utc = at.astimezone(dt_timezone.utc)
+    utc = at.astimezone(UTC)
     start = utc.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
     end = (start + timedelta(days=32)).replace(day=1)
     return start, end
@@ -237,7 +236,9 @@ def quota_available_s(*, org_id: int, now: datetime | None = None) -> float | No
         return None
     alive_since = now - timedelta(seconds=settings.CALL_STALE_AFTER_S)
     live = Call.objects.filter(org_id=org_id, ended_at=None, last_seen_at__gte=alive_since)
-    running = sum((now - started).total_seconds() for started in live.values_list("started_at", flat=True))
+    running = sum(
+        (now - started).total_seconds() for started in live.values_list("started_at", flat=True)
+    )
     return sub.remaining_seconds - running
 
 

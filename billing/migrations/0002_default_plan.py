@@ -1,7 +1,7 @@
 from django.db import migrations
 
 
-def create_default_plan(apps, schema_editor):  # type: ignore[no-untyped-def]
+def create_default_plan(apps, schema_editor):
     Plan = apps.get_model("billing", "Plan")
     if not Plan.objects.filter(is_default=True).exists():
         Plan.objects.get_or_create(

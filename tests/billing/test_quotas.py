@@ -16,6 +16,7 @@ from asgiref.sync import sync_to_async
 from channels.testing import WebsocketCommunicator
 from django.core.management import call_command
 from django.db import connections
+from django.test import Client as DjangoClient
 
 from billing.models import Plan, Subscription, UsageRecord
 from billing.services import subscription_for, subscription_set_remaining
@@ -90,7 +91,9 @@ def test_a_websocket_call_without_quota_gets_an_error_then_closes(
     assert not Call.objects.exists()
 
 
-def test_http_starts_without_quota_are_402(tenant_a: Tenant, quiet_persona: Persona, client) -> None:  # type: ignore[no-untyped-def]
+def test_http_starts_without_quota_are_402(
+    tenant_a: Tenant, quiet_persona: Persona, client: DjangoClient
+) -> None:
     _, raw = secret_key_create(org=tenant_a.org, name="server")
     pk = publishable_key_create(
         org=tenant_a.org, name="site", allowed_origins=["https://shop.example"]
@@ -125,14 +128,14 @@ def test_http_starts_without_quota_are_402(tenant_a: Tenant, quiet_persona: Pers
     assert again.status_code == 200
 
 
-async def test_a_webrtc_offer_without_quota_is_402(tenant_a: Tenant, quiet_persona: Persona) -> None:
+async def test_a_webrtc_offer_without_quota_is_402(
+    tenant_a: Tenant, quiet_persona: Persona
+) -> None:
     from tests.sessions.test_webrtc import Client as Peer
     from tests.sessions.test_webrtc import post_offer
 
     secret = (
-        await sync_to_async(client_secret_create)(
-            org=tenant_a.org, persona=quiet_persona, ttl_s=60
-        )
+        await sync_to_async(client_secret_create)(org=tenant_a.org, persona=quiet_persona, ttl_s=60)
     )[1]
     await sync_to_async(subscription_set_remaining)(org_id=tenant_a.org.pk, seconds=0)
     peer = Peer()

@@ -3,7 +3,7 @@ from typing import Any
 from django.contrib import admin
 from django.http import HttpRequest
 
-from billing.models import Plan, Subscription, UsageRecord
+from billing.models import Invoice, InvoiceLine, Plan, Subscription, UsageRecord
 
 
 @admin.register(Plan)
@@ -59,4 +59,21 @@ class UsageRecordAdmin(admin.ModelAdmin):
         return False
 
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class InvoiceLineInline(admin.TabularInline):
+    model = InvoiceLine
+    extra = 0
+    can_delete = False
+    readonly_fields = ["position", "description", "quantity", "unit", "unit_price", "amount"]
+
+
+@admin.register(Invoice)
+class InvoiceAdmin(admin.ModelAdmin):
+    list_display = ["number", "org", "period_start", "plan_name", "billed_seconds", "total"]
+    search_fields = ["number", "org__slug"]
+    inlines = [InvoiceLineInline]
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False

@@ -116,3 +116,48 @@ class UsageRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.billed_seconds} s for call {self.call_ref}"
+
+
+class Invoice(models.Model):
+    """The bill for one organization's closed period, built from the ledger."""
+
+    org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="invoices")
+    number = models.CharField(max_length=80, unique=True)
+    period_start = models.DateTimeField()
+    period_end = models.DateTimeField()
+    plan_name = models.CharField(max_length=80)
+    currency = models.CharField(max_length=3)
+    calls = models.PositiveIntegerField()
+    billed_seconds = models.PositiveIntegerField()
+    included_seconds = models.PositiveIntegerField(help_text="Of the plan's, used.")
+    plan_included_seconds = models.PositiveIntegerField()
+    overage_seconds = models.PositiveIntegerField()
+    total = models.DecimalField(max_digits=12, decimal_places=2)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-period_start"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["org", "period_start"], name="invoice_one_per_org_period"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.number
+
+
+class InvoiceLine(models.Model):
+    invoice = models.ForeignKey(Invoice, on_delete=models.CASCADE, related_name="lines")
+    position = models.PositiveSmallIntegerField()
+    description = models.CharField(max_length=200)
+    quantity = models.DecimalField(max_digits=14, decimal_places=2)
+    unit = models.CharField(max_length=20)
+    unit_price = models.DecimalField(max_digits=12, decimal_places=4)
+    amount = models.DecimalField(max_digits=12, decimal_places=2)
+
+    class Meta:
+        ordering = ["position"]
+
+    def __str__(self) -> str:
+        return f"{self.description}: {self.amount}"

@@ -12,6 +12,7 @@ import secrets
 from pathlib import Path
 
 import environ
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -270,6 +271,11 @@ WEBRTC_LOOPBACK_ONLY = env.bool("WEBRTC_LOOPBACK_ONLY", default=False)
 BILLING_QUOTA_CHECK_S = env.float("BILLING_QUOTA_CHECK_S", default=10.0)
 CELERY_BEAT_SCHEDULE = {
     "reconcile-open-calls": {"task": "calls.reconcile_open_calls", "schedule": 60.0},
+    # Invoices of ended months (idempotent, so daily; the 1st's run does the work).
+    "billing-close-periods": {
+        "task": "billing.close_periods",
+        "schedule": crontab(minute=20, hour=0),
+    },
 }
 
 # --- Models and inference --------------------------------------------------

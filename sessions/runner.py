@@ -190,7 +190,14 @@ async def start_realtime_session(
             offset_s = (timezone.now() - started_at).total_seconds()
     else:
         call_id = str(uuid.uuid4())
-    await db(quota_guard)(org_id=grant.org_id)
+    try:
+        await db(quota_guard)(org_id=grant.org_id)
+    except AuthError:
+        if resume:  # resumable again once there is time left
+            await store.mark_lost(
+                call_id, principal=grant.principal, ttl_s=settings.CALL_RESUME_WINDOW_S
+            )
+        raise
     plan_limits = await db(call_limits)(org_id=grant.org_id)
     cap = plan_limits.max_concurrent_calls
     if not await store.acquire(org_id=grant.org_id, call_id=call_id, cap=cap):

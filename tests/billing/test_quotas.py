@@ -258,3 +258,32 @@ def test_a_call_is_cut_off_when_the_quota_runs_out(
     assert record.call_ref == call.pk and record.included_seconds == 4
     assert record.tts_characters >= len(goodbye)
     assert Subscription.objects.get(org=tenant_a.org).remaining_seconds == 0
+
+
+def test_a_dropped_call_cannot_resume_without_quota_but_stays_resumable(
+    tenant_a: Tenant, quiet_persona: Persona, settings: Any
+) -> None:
+    settings.CALL_RESUME_WINDOW_S = 5
+    _, raw = secret_key_create(org=tenant_a.org, name="k")
+    grant = grant_from_secret_key_sync(raw, model="assistant")
+
+    async def start(resume: str | None = None) -> Any:
+        return await start_realtime_session(
+            grant=grant, transport=ListTransport(), client_info={}, resume=resume
+        )
+
+    async def scenario() -> tuple[str, bool]:
+        dropped = await start()
+        await dropped.close("lost")
+        await sync_to_async(subscription_set_remaining)(org_id=tenant_a.org.pk, seconds=0)
+        try:
+            await start(resume=dropped.id)
+            refused = "resumed"
+        except AuthError as exc:
+            refused = exc.code
+        await sync_to_async(subscription_set_remaining)(org_id=tenant_a.org.pk, seconds=60)
+        resumed = await start(resume=dropped.id)
+        await resumed.close("hangup")
+        return refused, resumed.id == dropped.id
+
+    assert asyncio.run(scenario()) == ("insufficient_quota", True)

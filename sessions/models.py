@@ -59,6 +59,7 @@ class Call(models.Model):
         LOST = "lost", "Connection lost"
         SERVER_SHUTDOWN = "server_shutdown", "Server shut down"
         REVOKED = "revoked", "Key revoked"
+        QUOTA_EXHAUSTED = "quota_exhausted", "Included minutes used up"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="calls")
@@ -71,6 +72,11 @@ class Call(models.Model):
     ended_at = models.DateTimeField(null=True, blank=True)
     duration_s = models.FloatField(null=True, blank=True)
     end_reason = models.CharField(max_length=20, choices=EndReason.choices, blank=True)
+    # What the call used so far, added up as it runs (billing/ reads them at the end).
+    asr_seconds = models.FloatField(default=0.0)
+    llm_input_tokens = models.PositiveIntegerField(default=0)
+    llm_output_tokens = models.PositiveIntegerField(default=0)
+    tts_characters = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["-started_at"]

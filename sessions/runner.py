@@ -21,11 +21,13 @@ from channels.db import database_sync_to_async
 from django.conf import settings
 from django.utils import timezone
 
+from billing.services import call_limits, quota_available_s, quota_guard
 from sessions import services
 from sessions.auth import AuthError, CallGrant, grant_revocation_sync
 from sessions.live import LiveStore, live_store
 from sessions.models import Call
 from sessions.realtime import Limits, RealtimeSession, Transport
+from sessions.realtime.recorder import Usage
 from voiceapp.engine.call import VoiceCall
 from voiceapp.engine.tts import VoiceSpec
 from voiceapp.inference.runtime import (
@@ -93,6 +95,15 @@ class DbRecorder:
     async def turn(self, response_id: str, status: str, at_s: float, spans: dict[str, Any]) -> None:
         await db(services.call_turn_record)(
             call_id=self.call_id, response_id=response_id, status=status, at_s=at_s, spans=spans
+        )
+
+    async def usage(self, usage: Usage) -> None:
+        await db(services.call_usage_add)(
+            call_id=self.call_id,
+            asr_seconds=usage.asr_seconds,
+            llm_input_tokens=usage.llm_input_tokens,
+            llm_output_tokens=usage.llm_output_tokens,
+            tts_characters=usage.tts_characters,
         )
 
     def _state(self) -> dict[str, Any]:
@@ -179,7 +190,16 @@ async def start_realtime_session(
             offset_s = (timezone.now() - started_at).total_seconds()
     else:
         call_id = str(uuid.uuid4())
-    cap = settings.ORG_MAX_CONCURRENT_CALLS
+    try:
+        await db(quota_guard)(org_id=grant.org_id)
+    except AuthError:
+        if resume:  # resumable again once there is time left
+            await store.mark_lost(
+                call_id, principal=grant.principal, ttl_s=settings.CALL_RESUME_WINDOW_S
+            )
+        raise
+    plan_limits = await db(call_limits)(org_id=grant.org_id)
+    cap = plan_limits.max_concurrent_calls
     if not await store.acquire(org_id=grant.org_id, call_id=call_id, cap=cap):
         if resume:  # still resumable once a slot frees up
             await store.mark_lost(
@@ -220,7 +240,10 @@ async def start_realtime_session(
             inference=inference,
             transport=transport,
             limits=Limits(
-                max_duration_s=persona.max_call_duration_s,
+                max_duration_s=min(
+                    persona.max_call_duration_s,
+                    plan_limits.max_call_duration_s or persona.max_call_duration_s,
+                ),
                 idle_timeout_s=persona.idle_timeout_s,
                 max_message_bytes=settings.REALTIME_MAX_MESSAGE_BYTES,
             ),
@@ -240,6 +263,7 @@ async def start_realtime_session(
             await db(services.call_end)(call_id=call_id, reason="error")
         raise
     _watch_key(session, grant)
+    session.spawn(_end_when_quota_exhausted(session, grant.org_id))
     return session
 
 
@@ -294,6 +318,29 @@ async def _end_when_revoked(session: RealtimeSession, grant: CallGrant) -> None:
             with contextlib.suppress(Exception):
                 await session.send_error(revoked.code, revoked.message)
             await session.end("revoked", goodbye=False)
+            return
+
+
+async def _end_when_quota_exhausted(session: RealtimeSession, org_id: int) -> None:
+    """On a plan without overage, end the call (with a spoken notice) once the
+    organization's included time, less its other calls in progress, runs out."""
+    while not session.ended.is_set():
+        try:
+            available = await db(quota_available_s)(org_id=org_id)
+        except Exception:
+            log.exception("session %s: could not check the quota", session.id)
+            available = None
+        if available is not None and available <= 0:
+            log.info("session %s: the organization's quota is used up, ending it", session.id)
+            await session.end("quota_exhausted")
+            return
+        wait = settings.BILLING_QUOTA_CHECK_S
+        if available is not None:
+            wait = max(0.2, min(wait, available))
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(wait):
+                await session.ended.wait()
+        if session.end_reason:
             return
 
 

@@ -8,8 +8,10 @@ from datetime import timedelta
 from typing import Any
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
+from billing.services import usage_record_create
 from sessions.auth import CallGrant
 from sessions.models import Call, CallItem, CallTurn
 from voiceapp.engine.tracing import SPAN_NAMES
@@ -67,8 +69,27 @@ def call_turn_record(
     )
 
 
+def call_usage_add(
+    *,
+    call_id: str,
+    asr_seconds: float = 0.0,
+    llm_input_tokens: int = 0,
+    llm_output_tokens: int = 0,
+    tts_characters: int = 0,
+) -> None:
+    """Add to what a call used so far (billed from these when it ends)."""
+    Call.objects.filter(pk=call_id).update(
+        asr_seconds=F("asr_seconds") + asr_seconds,
+        llm_input_tokens=F("llm_input_tokens") + llm_input_tokens,
+        llm_output_tokens=F("llm_output_tokens") + llm_output_tokens,
+        tts_characters=F("tts_characters") + tts_characters,
+    )
+
+
 @transaction.atomic
 def call_end(*, call_id: str, reason: str) -> Call | None:
+    """Close the call and bill it, in one transaction: a call is ended and in
+    the ledger, or neither (and then the reconciliation closes it later)."""
     call = Call.objects.select_for_update().filter(pk=call_id).first()
     if call is None or call.ended_at is not None:
         return call
@@ -77,25 +98,28 @@ def call_end(*, call_id: str, reason: str) -> Call | None:
     call.duration_s = round((call.ended_at - call.started_at).total_seconds(), 2)
     call.end_reason = reason
     call.save(update_fields=["ended_at", "last_seen_at", "duration_s", "end_reason"])
+    usage_record_create(call=call)
     call_event_on_commit(call_id=call_id, org_id=call.org_id, event_type="call.ended")
     return call
 
 
 def calls_reconcile(*, stale_after_s: float) -> int:
-    """Close calls whose process stopped reporting: their duration is the last
-    time they were seen alive."""
+    """Close and bill calls whose process stopped reporting: their duration is
+    the last time they were seen alive."""
     cutoff = timezone.now() - timedelta(seconds=stale_after_s)
     closed = 0
-    for call in Call.objects.filter(ended_at=None, last_seen_at__lt=cutoff):
+    for call_id in Call.objects.filter(ended_at=None, last_seen_at__lt=cutoff).values_list(
+        "pk", flat=True
+    ):
         with transaction.atomic():
-            updated = Call.objects.filter(pk=call.pk, ended_at=None).update(
-                ended_at=call.last_seen_at,
-                duration_s=round((call.last_seen_at - call.started_at).total_seconds(), 2),
-                end_reason=Call.EndReason.LOST,
-            )
-            if updated:
-                call_event_on_commit(
-                    call_id=str(call.pk), org_id=call.org_id, event_type="call.ended"
-                )
-            closed += updated
+            call = Call.objects.select_for_update().filter(pk=call_id, ended_at=None).first()
+            if call is None or call.last_seen_at >= cutoff:
+                continue  # ended, or came back to life, meanwhile
+            call.ended_at = call.last_seen_at
+            call.duration_s = round((call.last_seen_at - call.started_at).total_seconds(), 2)
+            call.end_reason = Call.EndReason.LOST
+            call.save(update_fields=["ended_at", "duration_s", "end_reason"])
+            usage_record_create(call=call)
+            call_event_on_commit(call_id=str(call.pk), org_id=call.org_id, event_type="call.ended")
+            closed += 1
     return closed

@@ -11,6 +11,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
+from billing.services import quota_guard
 from sessions.auth import (
     AuthError,
     client_secret_create,
@@ -115,6 +116,7 @@ def client_secrets(request: HttpRequest) -> JsonResponse:
             )
         if _rate_limited(f"secrets:{key.org_id}", settings.SESSION_START_RATE_LIMIT_PER_MIN):
             raise AuthError("rate_limit_exceeded", "Too many client secrets; slow down.", 429)
+        quota_guard(org_id=key.org_id)
         secret, value = client_secret_create(
             org=key.org, persona=persona, ttl_s=ttl, session_config=session, secret_key=key
         )
@@ -186,6 +188,7 @@ def widget_session(request: HttpRequest) -> HttpResponse:
         publishable_key, persona, origin = widget_grant_sync(
             key=key, persona_slug=persona_slug, origin=request.headers.get("Origin", "")
         )
+        quota_guard(org_id=persona.org_id)
         secret, value = client_secret_create(
             org=persona.org,
             persona=persona,

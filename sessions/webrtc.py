@@ -43,6 +43,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 
+from billing.services import quota_guard
 from sessions.auth import AuthError, CallGrant, grant_from_client_secret
 from sessions.ice import ice_servers
 from sessions.models import ClientSecret
@@ -621,11 +622,12 @@ def parse_offer(body: bytes) -> str:
 
 
 @sync_to_async
-def _client_secret_usable(raw: str, *, model: str | None) -> bool:
-    """Whether `raw` looks like a live client secret for `model`, without spending it:
-    a cheap check before any peer is made. Spending it is the real check."""
+def _usable_client_secret_org(raw: str, *, model: str | None) -> int | None:
+    """The organization of `raw` when it looks like a live client secret for `model`,
+    without spending it: a cheap check before any peer is made. Spending it is the
+    real check."""
     if not raw.startswith("ek_") or len(raw) > 128:
-        return False
+        return None
     secret = (
         ClientSecret.objects.filter(
             value_hash=token_hash(raw), used_at=None, expires_at__gt=timezone.now()
@@ -633,7 +635,9 @@ def _client_secret_usable(raw: str, *, model: str | None) -> bool:
         .select_related("persona")
         .first()
     )
-    return secret is not None and (not model or model == secret.persona.slug)
+    if secret is None or (model and model != secret.persona.slug):
+        return None
+    return int(secret.org_id)
 
 
 def _bearer(request: HttpRequest) -> str | None:
@@ -675,9 +679,12 @@ async def calls_create(request: HttpRequest) -> HttpResponse:
     model = request.GET.get("model")
     grant: CallGrant | None = None
     try:
-        if not await _client_secret_usable(token, model=model):
+        org_id = await _usable_client_secret_org(token, model=model)
+        if org_id is None:
             # Spending it fails with the exact reason (used, expired, another persona...).
             grant = await grant_from_client_secret(token, model=model)
+            org_id = grant.org_id
+        await sync_to_async(quota_guard)(org_id=org_id)  # before any media work
     except AuthError as exc:
         return error_response(exc.status, exc.code, exc.message)
 

@@ -12,6 +12,7 @@ import secrets
 from pathlib import Path
 
 import environ
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -266,9 +267,17 @@ TURN_CREDENTIAL_TTL_S = env.int("TURN_CREDENTIAL_TTL_S", default=3600)
 WEBRTC_CONNECT_TIMEOUT_S = env.float("WEBRTC_CONNECT_TIMEOUT_S", default=15.0)
 # Tests keep media on loopback: ICE gathers 127.0.0.1 only.
 WEBRTC_LOOPBACK_ONLY = env.bool("WEBRTC_LOOPBACK_ONLY", default=False)
+# How often a call on a plan without overage re-reads the org's remaining time
+# (sooner when less than this is left).
+BILLING_QUOTA_CHECK_S = env.float("BILLING_QUOTA_CHECK_S", default=10.0)
 CELERY_BEAT_SCHEDULE = {
     "reconcile-open-calls": {"task": "calls.reconcile_open_calls", "schedule": 60.0},
     "webhooks-retry-overdue": {"task": "webhooks.retry_overdue", "schedule": 60.0},
+    # Invoices of ended months (idempotent, so daily; the 1st's run does the work).
+    "billing-close-periods": {
+        "task": "billing.close_periods",
+        "schedule": crontab(minute=20, hour=0),
+    },
 }
 # Webhooks (docs/WEBHOOKS.md): URLs resolving to private, loopback, link-local or
 # unspecified addresses are refused unless this is on (for tests and closed networks).

@@ -6,6 +6,7 @@ from voiceapp.dashboard.views import landing
 urlpatterns = [
     path("", landing, name="landing"),
     path("accounts/", include("allauth.urls")),
+    path("dashboard/billing/", include("billing.urls")),
     path("dashboard/", include("voiceapp.dashboard.urls")),
     path("api/v1/", include("voiceapp.api.urls")),
     path("v1/", include("sessions.urls")),

@@ -8,11 +8,27 @@ most `MAX_RECORDED_ITEMS` transcript rows and copies at most
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from sessions.realtime.limits import MAX_HISTORY_ITEMS, MAX_RECORDED_ITEMS
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """What one step of a call used: a transcription, or a reply."""
+
+    asr_seconds: float = 0.0
+    llm_input_tokens: int = 0
+    llm_output_tokens: int = 0
+    tts_characters: int = 0
+
+    def __bool__(self) -> bool:
+        return any(
+            (self.asr_seconds, self.llm_input_tokens, self.llm_output_tokens, self.tts_characters)
+        )
 
 
 class Recorder(Protocol):
@@ -29,6 +45,8 @@ class Recorder(Protocol):
     async def turn(
         self, response_id: str, status: str, at_s: float, spans: dict[str, Any]
     ) -> None: ...
+
+    async def usage(self, usage: Usage) -> None: ...
 
     async def alive(self, history: list[dict[str, str]]) -> None: ...
 
@@ -77,6 +95,9 @@ class CappedRecorder:
 
     async def turn(self, response_id: str, status: str, at_s: float, spans: dict[str, Any]) -> None:
         await self.inner.turn(response_id, status, at_s, spans)
+
+    async def usage(self, usage: Usage) -> None:
+        await self.inner.usage(usage)  # billed: never capped
 
     async def alive(self, history: list[dict[str, str]]) -> None:
         await self.inner.alive(history[-self.max_history :])

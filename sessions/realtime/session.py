@@ -23,7 +23,7 @@ from sessions.realtime import events, protocol
 from sessions.realtime.codecs import PCM_RATE, decode_append, pcm24_to_asr, to_pcm24_mono
 from sessions.realtime.errors import ClientError
 from sessions.realtime.limits import MAX_CLIENT_ITEMS, MAX_HISTORY_ITEMS, MAX_MANUAL_BUFFER_SECONDS
-from sessions.realtime.recorder import CappedRecorder, Recorder
+from sessions.realtime.recorder import CappedRecorder, Recorder, Usage
 from sessions.realtime.settings import (
     FULL,
     Policy,
@@ -47,12 +47,17 @@ MANUAL_BUFFER_BYTES = MAX_MANUAL_BUFFER_SECONDS * PCM_RATE * 2
 GOODBYES = {
     "max_duration": "I'm sorry, we have reached the time limit for this call. Goodbye!",
     "idle_timeout": "It seems you have stepped away, so I will end the call now. Goodbye!",
+    "quota_exhausted": "I'm sorry, this account has used up its call minutes. Goodbye!",
 }
 # Sent as an `error` event before the server closes the call (daphne does not
 # carry WebSocket close reasons, so the event is how a client learns why).
 END_NOTICES = {
     "max_duration": ("session_expired", "The call reached its maximum duration."),
     "idle_timeout": ("idle_timeout", "The call ended after a period of silence."),
+    "quota_exhausted": (
+        "insufficient_quota",
+        "The organization has used its included call time; the call has ended.",
+    ),
     "error": ("server_error", "The server failed while handling the call; it has ended."),
 }
 
@@ -264,7 +269,9 @@ class RealtimeSession:
     def touch(self) -> None:
         self._last_activity = self._clock()
 
-    def user_turn_done(self, item_id: str, text: str) -> None:
+    def user_turn_done(self, item_id: str, text: str, asr_seconds: float) -> None:
+        if asr_seconds > 0:
+            self._record(self._recorder.usage(Usage(asr_seconds=asr_seconds)))
         if text:
             self._record(self._recorder.user_item(item_id, text, self._elapsed()))
         self._remember_history()
@@ -278,6 +285,13 @@ class RealtimeSession:
         self._record(
             self._recorder.turn(reply.response_id, frame.status, self._elapsed(), frame.latency)
         )
+        usage = Usage(
+            llm_input_tokens=int(frame.usage.get("input_tokens", 0)),
+            llm_output_tokens=int(frame.usage.get("output_tokens", 0)),
+            tts_characters=len("".join(reply.transcript)) if self.settings.speaks else 0,
+        )
+        if usage:
+            self._record(self._recorder.usage(usage))
         self._remember_history()
 
     def _remember_history(self) -> None:

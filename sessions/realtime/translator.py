@@ -54,7 +54,7 @@ class Host(Protocol):
     def touch(self) -> None:
         """Something happened: the idle clock starts again."""
 
-    def user_turn_done(self, item_id: str, text: str) -> None: ...
+    def user_turn_done(self, item_id: str, text: str, asr_seconds: float) -> None: ...
 
     def reply_done(self, reply: Reply, frame: ResponseDone, text: str) -> None: ...
 
@@ -121,7 +121,7 @@ class Translator:
                 "item": events.user_audio_item(item_id, text, "completed"),
             }
         )
-        self._host.user_turn_done(item_id, text)
+        self._host.user_turn_done(item_id, text, seconds)
 
     async def transcription_failed(self, item_id: str, error: dict[str, Any]) -> None:
         await self._send(

@@ -24,6 +24,7 @@ from sessions.realtime.limits import (
     MAX_CLIENT_ITEMS,
     MAX_MANUAL_BUFFER_SECONDS,
 )
+from sessions.realtime.recorder import Usage
 from sessions.runner import start_realtime_session
 from tests.conftest import LiveServer, Tenant
 from tests.sessions.test_realtime_ws import (
@@ -404,6 +405,9 @@ class CountingRecorder:
         self.truncated.append(item_id)
 
     async def turn(self, response_id: str, status: str, at_s: float, spans: dict[str, Any]) -> None:
+        pass
+
+    async def usage(self, usage: Usage) -> None:
         pass
 
     async def alive(self, history: list[dict[str, str]]) -> None:

@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from sessions.models import Call
+from tests.conftest import Tenant
+
+
+@pytest.fixture
+def open_call(tenant_a: Tenant) -> Callable[..., Call]:
+    """A call in progress that started `age_s` ago (and was last seen `seen_s` ago)."""
+
+    def make(age_s: float = 30.0, seen_s: float = 0.0) -> Call:
+        now = timezone.now()
+        persona = tenant_a.org.personas.get()
+        return Call.objects.create(
+            org=tenant_a.org,
+            persona=persona,
+            persona_name=persona.name,
+            transport=Call.Transport.WEBSOCKET,
+            started_at=now - timedelta(seconds=age_s),
+            last_seen_at=now - timedelta(seconds=seen_s),
+        )
+
+    return make

@@ -163,6 +163,7 @@ def usage_record_create(*, call: Call) -> tuple[UsageRecord, bool]:
             fields.append("alert_sent_for")
             org_id, period_start = sub.org_id, sub.period_start
             transaction.on_commit(lambda: _alert_later(org_id, period_start))
+            _threshold_event(sub)
         sub.save(update_fields=fields)
         return record, True
 
@@ -172,6 +173,28 @@ def _crossed_alert(sub: Subscription) -> bool:
     if included <= 0 or sub.alert_sent_for == sub.period_start:
         return False
     return included - sub.remaining_seconds >= ALERT_FRACTION * included
+
+
+def _threshold_event(sub: Subscription) -> None:
+    """`usage.threshold` to the organization's webhooks, once per period (its id
+    comes from the period), queued when the ledger write commits."""
+    from webhooks.services import emit_event
+
+    included = sub.plan.included_seconds
+    used = included - max(sub.remaining_seconds, 0)
+    emit_event(
+        sub.org,
+        "usage.threshold",
+        {
+            "threshold_percent": round(ALERT_FRACTION * 100),
+            "used_seconds": used,
+            "included_seconds": included,
+            "period_start": sub.period_start.isoformat(),
+            "period_end": sub.period_end.isoformat(),
+            "plan": sub.plan.slug,
+        },
+        message_id=f"msg_usage_threshold_{sub.org_id}_{sub.period_start:%Y%m%d}",
+    )
 
 
 def _alert_later(org_id: int, period_start: datetime) -> None:

@@ -23,6 +23,7 @@ from django.core import mail
 from django.core.management import call_command
 from django.db import connection, connections
 from django.utils import timezone
+from standardwebhooks import Webhook
 
 from billing.models import Plan, Subscription, UsageRecord
 from billing.services import (
@@ -36,7 +37,9 @@ from billing.services import (
 from sessions.models import Call
 from sessions.services import call_end, call_usage_add, calls_reconcile
 from tests.conftest import Tenant
+from tests.support.webhook_receiver import webhook_receiver
 from voiceapp.tenants.services import secret_key_create
+from webhooks.services import webhook_endpoint_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -253,6 +256,36 @@ def test_owners_get_one_email_at_80_percent_per_period(
     next_month = month_bounds(timezone.now())[1] + timedelta(hours=1)
     rolled = subscription_for(org_id=tenant_a.org.pk, now=next_month)
     assert rolled.remaining_seconds == 100 and rolled.alert_sent_for != rolled.period_start
+
+
+def test_webhooks_hear_of_80_percent_once_per_period(
+    settings, tenant_a: Tenant, open_call: Callable[..., Call]
+) -> None:
+    # given a plan of 100 s with 30 s left, and an endpoint for usage.threshold
+    settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
+    plan = Plan.objects.create(name="Tiny", slug="tiny", included_seconds=100)
+    sub = subscription_for(org_id=tenant_a.org.pk)
+    Subscription.objects.filter(pk=sub.pk).update(plan=plan, remaining_seconds=30)
+    with webhook_receiver() as receiver:
+        _, secret = webhook_endpoint_create(
+            org=tenant_a.org, url=receiver.url, events=["usage.threshold"]
+        )
+        # when a call takes it to 85 % used, and another one past it
+        call_end(call_id=str(open_call(age_s=15).pk), reason="hangup")
+        call_end(call_id=str(open_call(age_s=5).pk), reason="hangup")
+        deadline = time.monotonic() + 10
+        while not receiver.received and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)  # room for a second delivery, which must not come
+    # then one signed event says how much of which period is used
+    assert len(receiver.received) == 1
+    request = receiver.received[0]
+    event = Webhook(secret).verify(request.body, request.headers)
+    assert event["type"] == "usage.threshold"
+    data = event["data"]
+    assert data["threshold_percent"] == 80 and data["included_seconds"] == 100
+    assert 80 <= data["used_seconds"] < 90 and data["plan"] == "tiny"
+    assert data["period_start"] == subscription_for(org_id=tenant_a.org.pk).period_start.isoformat()
 
 
 def test_a_plan_change_takes_effect_at_the_next_period(tenant_a: Tenant) -> None:

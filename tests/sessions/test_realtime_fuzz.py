@@ -42,6 +42,7 @@ from hypothesis import settings as fuzz_settings
 from hypothesis import strategies as st
 
 from tests.conftest import LiveServer, Tenant
+from tests.sessions.test_realtime_ws import wait_calls_ended
 from voiceapp.personas.models import Persona
 from voiceapp.tenants.services import secret_key_create
 
@@ -642,6 +643,7 @@ def test_fuzzed_events_never_crash_the_session(
         turn = loop.run_until_complete(spoken_turn(voice_server, fresh_key(make_tenant), speech))
     finally:
         loop.close()
+    wait_calls_ended()  # the server's last writes, before the teardown's flush
     total = sum(v for k, v in sent.items() if k != "speech")
     distinct = sorted({line for crash in crashes for line in crash.logged})
     print(

@@ -9,7 +9,8 @@ from django.http import HttpRequest
 
 from voiceapp.personas.models import ASRModel, Persona, PersonaFact, Voice
 from voiceapp.tenants.models import LLMEndpoint, Organization, Role, User
-from voiceapp.tenants.services import organization_create, origins_normalize
+from voiceapp.tenants.onboarding import organization_onboard
+from voiceapp.tenants.origins import origins_normalize
 
 
 class OriginsField(forms.CharField):
@@ -46,7 +47,7 @@ class SignupForm(AllauthSignupForm):
     def save(self, request: HttpRequest) -> User:
         user: User = super().save(request)
         if self.cleaned_data.get("organization_name", "").strip():
-            organization_create(name=self.cleaned_data["organization_name"], owner=user)
+            organization_onboard(name=self.cleaned_data["organization_name"], owner=user)
         return user
 
 

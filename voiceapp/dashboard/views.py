@@ -57,6 +57,7 @@ from voiceapp.tenants import selectors as tenant_selectors
 from voiceapp.tenants import services as tenant_services
 from voiceapp.tenants.middleware import SESSION_ORG_KEY, current_membership
 from voiceapp.tenants.models import Membership, Role
+from voiceapp.tenants.onboarding import organization_onboard
 
 View = Callable[..., HttpResponse]
 
@@ -99,7 +100,7 @@ def org_create(request: HttpRequest) -> HttpResponse:
     form = OrganizationForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            org = tenant_services.organization_create(
+            org = organization_onboard(
                 name=form.cleaned_data["name"],
                 owner=request.user,
             )

@@ -6,6 +6,7 @@ from django.db import models
 from django.utils import timezone
 
 from voiceapp.tenants.models import Organization
+from voiceapp.tenants.origins import origins_normalize
 
 
 class Voice(models.Model):
@@ -161,8 +162,6 @@ class Persona(models.Model):
         return self.name
 
     def clean(self) -> None:
-        from voiceapp.tenants.services import origins_normalize
-
         if self.agent_speaks_first and not self.greeting.strip():
             raise ValidationError({"greeting": "A greeting is needed when the agent speaks first."})
         if not isinstance(self.allowed_origins, list):

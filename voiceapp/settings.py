@@ -196,7 +196,8 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Voice Agents API",
-    "DESCRIPTION": "Manage personas and voices. Authenticate with a secret key: "
+    "DESCRIPTION": "Manage personas and voices; read calls and usage. Authenticate with a "
+    "secret key: "
     "`Authorization: Bearer sk_...`.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,

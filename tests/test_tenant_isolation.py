@@ -14,8 +14,9 @@ from django.urls import URLPattern, reverse
 
 from sessions.auth import CallGrant
 from sessions.models import Call
-from sessions.services import call_item_record, call_start
+from sessions.services import call_end, call_item_record, call_start
 from tests.conftest import Tenant
+from voiceapp.api import urls as api_urls
 from voiceapp.dashboard import urls as dashboard_urls
 from voiceapp.personas.models import Persona, PersonaFact
 from voiceapp.personas.services import persona_create, persona_fact_create
@@ -157,6 +158,8 @@ def _leaks(content: bytes, b: OrgB) -> list[str]:
         "bravo-private-model",
         B_LLM_KEY,
         b.llm_endpoint.api_key_encrypted,
+        str(b.call.pk),
+        "Bravo-Private-Caller-Words",
     ]
     return [m for m in marks if m in text]
 
@@ -363,3 +366,62 @@ def test_api_cannot_point_a_persona_at_another_orgs_endpoint(
     assert _leaks(response.content, org_b) == []
     persona.refresh_from_db()
     assert persona.llm_endpoint is None
+
+
+# --- API: every endpoint with an id in its path, and the test that aims it at B's object.
+API_TESTS_BY_URL = {
+    "persona-detail": "test_api_refuses_other_orgs_personas",
+    "persona-fact-list": "test_api_refuses_other_orgs_facts",
+    "persona-fact-detail": "test_api_refuses_other_orgs_facts",
+    "llm-endpoint-detail": "test_api_refuses_other_orgs_llm_endpoints",
+    "llm-endpoint-test": "test_api_refuses_other_orgs_llm_endpoints",
+    "call-detail": "test_api_refuses_other_orgs_calls",
+}
+
+
+def _api_patterns() -> list[URLPattern]:
+    patterns = [p for p in api_urls.urlpatterns if isinstance(p, URLPattern)]
+    return patterns + [p for p in api_urls.router.urls if isinstance(p, URLPattern)]
+
+
+def test_every_api_url_with_an_id_is_in_the_matrix() -> None:
+    with_args = {
+        p.name
+        for p in _api_patterns()
+        if p.name and (p.pattern.converters or p.pattern.regex.groups)
+    }
+    assert with_args == set(API_TESTS_BY_URL)
+    assert all(name in globals() for name in API_TESTS_BY_URL.values())
+
+
+def test_api_refuses_other_orgs_calls(secret_key_a: str, org_b: OrgB) -> None:
+    for method in ("get", "put", "patch", "delete", "post"):
+        response = getattr(Client(), method)(
+            f"/api/v1/calls/{org_b.call.pk}/",
+            data={},
+            content_type="application/json",
+            headers={"Authorization": f"Bearer {secret_key_a}"},
+        )
+
+        assert response.status_code in (404, 405), (method, response.status_code)
+        assert _leaks(response.content, org_b) == []
+
+
+def test_api_lists_and_sums_only_own_calls(secret_key_a: str, org_b: OrgB) -> None:
+    call_end(call_id=str(org_b.call.pk), reason="hangup")
+    headers = {"Authorization": f"Bearer {secret_key_a}"}
+
+    listing = Client().get("/api/v1/calls/", headers=headers)
+    usage = Client().get("/api/v1/usage/", headers=headers)
+    theirs = Client().get(f"/api/v1/calls/?persona={org_b.persona.slug}", headers=headers)
+    nobodys = Client().get("/api/v1/calls/?persona=no-such-slug", headers=headers)
+
+    assert listing.status_code == 200 and listing.json()["results"] == []
+    assert usage.status_code == 200
+    assert (usage.json()["calls"], usage.json()["by_persona"]) == (0, [])
+    for response in (listing, usage):
+        assert _leaks(response.content, org_b) == []
+    # B's persona slug is answered exactly as one that exists nowhere (the message
+    # repeats the slug A sent, nothing else)
+    assert theirs.status_code == nobodys.status_code == 400
+    assert theirs.content.replace(org_b.persona.slug.encode(), b"no-such-slug") == nobodys.content

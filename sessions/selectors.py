@@ -3,9 +3,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 
-from django.db.models import Count, IntegerField, Prefetch, QuerySet, Sum
+from django.db.models import Count, IntegerField, Prefetch, Q, QuerySet, Sum
 from django.db.models.functions import Cast, Ceil, TruncDate
 from django.shortcuts import get_object_or_404
+from django.utils import timezone
 
 from sessions.models import Call, CallItem, CallTurn
 from voiceapp.personas.models import Persona
@@ -126,4 +127,50 @@ def usage_summary(*, org: Organization, start: date, end: date) -> UsageSummary:
         calls=totals["calls"],
         by_persona=by_persona,
         by_day=by_day,
+    )
+
+
+# --- Deployment-wide figures (the metrics endpoint) -------------------------------
+
+
+def call_counts_by_end_reason() -> dict[str, int]:
+    """Ended calls of every organization, per end reason."""
+    rows = (
+        Call.objects.filter(ended_at__isnull=False)
+        .order_by()
+        .values("end_reason")
+        .annotate(n=Count("id"))
+    )
+    return {row["end_reason"] or "unknown": row["n"] for row in rows}
+
+
+def call_active_count(*, stale_after_s: float) -> int:
+    """Calls not ended whose process reported within ``stale_after_s`` (older open
+    calls belong to a dead process and wait for the reconciliation task)."""
+    since = timezone.now() - timedelta(seconds=stale_after_s)
+    return Call.objects.filter(ended_at=None, last_seen_at__gte=since).count()
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """Cumulative counts: ``buckets[i]`` turns at or below ``bounds[i]``."""
+
+    bounds: tuple[float, ...]
+    buckets: tuple[int, ...]
+    count: int
+    total: float
+
+
+def turn_v2v_histogram(*, bounds_ms: tuple[float, ...]) -> Histogram:
+    """Every stored turn's voice-to-voice latency, in one aggregate query."""
+    turns = CallTurn.objects.filter(v2v_ms__isnull=False).order_by()
+    aggregates = {
+        f"le_{n}": Count("id", filter=Q(v2v_ms__lte=bound)) for n, bound in enumerate(bounds_ms)
+    }
+    row = turns.aggregate(count=Count("id"), total=Sum("v2v_ms"), **aggregates)
+    return Histogram(
+        bounds=bounds_ms,
+        buckets=tuple(row[f"le_{n}"] for n in range(len(bounds_ms))),
+        count=row["count"],
+        total=row["total"] or 0.0,
     )

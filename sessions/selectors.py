@@ -84,9 +84,12 @@ class UsageSummary:
     by_day: list[DayUsage] = field(default_factory=list)
 
 
-def usage_summary(*, org: Organization, start: date, end: date) -> UsageSummary:
+def usage_summary(
+    *, org: Organization, start: date, end: date, persona: Persona | None = None
+) -> UsageSummary:
     """Billed usage of the ended calls that started in ``[start, end]`` (UTC days,
-    inclusive): each call counts its duration rounded up to the whole second.
+    inclusive), of one persona or all: each call counts its duration rounded up to
+    the whole second.
 
     The one place usage is computed (the API and the dashboard read it); when the
     billing ledger exists, this reads its rows instead of the calls."""
@@ -98,6 +101,8 @@ def usage_summary(*, org: Organization, start: date, end: date) -> UsageSummary:
         started_at__gte=since,
         started_at__lt=until,
     ).annotate(billed=Cast(Ceil("duration_s"), IntegerField()))
+    if persona is not None:
+        ended = ended.filter(persona=persona)
     totals = ended.aggregate(seconds=Sum("billed"), calls=Count("id"))
     by_persona = [
         PersonaUsage(persona=row["persona__slug"], seconds=row["seconds"], calls=row["calls"])

@@ -44,8 +44,8 @@ def line_chart(
     x_labels: Sequence[str],
     series: Sequence[tuple[str, str, Sequence[float | None]]],
     *,
-    width: int = 640,
-    height: int = 170,
+    width: int = 400,
+    height: int = 150,
     unit: str = "",
 ) -> LineChart:
     """One line per ``(label, colour, values)``, the values at evenly spaced x

@@ -672,7 +672,6 @@ def analytics_view(request: HttpRequest, membership: Membership) -> HttpResponse
                     (name, colour, [getattr(d.spans[span], name) for d in data.by_day])
                     for name, colour in PERCENTILE_COLOURS
                 ],
-                unit=" ms",
             ),
         }
         for span, label in SPAN_LABELS.items()

@@ -41,7 +41,7 @@ class DayField(serializers.DateField):
         )
 
     def to_internal_value(self, value: Any) -> date:
-        if not isinstance(value, str) or not re.fullmatch(r"\d{4}-\d{2}-\d{2}", value):
+        if not isinstance(value, str) or not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value):
             self.fail("invalid")
         return super().to_internal_value(value)
 

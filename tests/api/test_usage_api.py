@@ -70,6 +70,7 @@ def test_open_ends_of_the_range(api: Api, query: str, start: str, end: str) -> N
     [
         ("start=2026-02-30", "start"),
         ("start=2026-1-5", "start"),
+        ("start=\uff12\uff10\uff12\uff16-03-01", "start"),  # full-width digits
         ("end=tomorrow", "end"),
         ("start=2026-03-02&end=2026-03-01", "end"),
         ("start=2024-01-01&end=2025-01-01", "end"),  # 367 days

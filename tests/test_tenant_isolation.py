@@ -14,7 +14,7 @@ from django.urls import URLPattern, reverse
 
 from sessions.auth import CallGrant
 from sessions.models import Call
-from sessions.services import call_end, call_item_record, call_start
+from sessions.services import call_end, call_item_record, call_start, call_turn_record
 from tests.conftest import Tenant
 from voiceapp.api import urls as api_urls
 from voiceapp.dashboard import urls as dashboard_urls
@@ -96,6 +96,14 @@ def org_b(tenant_b: Tenant, django_capture_on_commit_callbacks) -> OrgB:  # type
         text="Bravo-Private-Caller-Words",
         at_s=1.0,
     )
+    call_turn_record(
+        call_id=str(call.pk),
+        response_id="resp_b",
+        status="completed",
+        at_s=1.5,
+        spans={"v2v_ms": 1},
+    )
+    call_end(call_id=str(call.pk), reason="hangup")  # so B's call counts in usage and analytics
     membership = Membership.objects.get(org=tenant_b.org, user=tenant_b.owner)
     fact = persona_fact_create(persona=persona, question="When?", answer=B_FACT_MARK)
     endpoint = llm_endpoint_create(
@@ -408,7 +416,6 @@ def test_api_refuses_other_orgs_calls(secret_key_a: str, org_b: OrgB) -> None:
 
 
 def test_api_lists_and_sums_only_own_calls(secret_key_a: str, org_b: OrgB) -> None:
-    call_end(call_id=str(org_b.call.pk), reason="hangup")
     headers = {"Authorization": f"Bearer {secret_key_a}"}
 
     listing = Client().get("/api/v1/calls/", headers=headers)

@@ -19,7 +19,8 @@ from django.utils import timezone
 from sessions.models import ClientSecret
 from voiceapp.personas.models import Persona
 from voiceapp.tenants.models import Organization, PublishableKey, SecretKey, User
-from voiceapp.tenants.services import origin_normalize, secret_key_authenticate, token_hash
+from voiceapp.tenants.origins import origin_normalize
+from voiceapp.tenants.services import secret_key_authenticate, token_hash
 
 
 class AuthError(Exception):

@@ -21,7 +21,8 @@ from django.test import Client
 
 from tests.support.llm_server import LLMServer, llama_cpp_server
 from voiceapp.tenants.models import Membership, Organization, Role, User
-from voiceapp.tenants.services import organization_create, secret_key_create
+from voiceapp.tenants.onboarding import organization_onboard
+from voiceapp.tenants.services import secret_key_create
 
 PASSWORD = "correct-horse-battery-9"
 ROOT = Path(__file__).resolve().parent.parent
@@ -97,7 +98,7 @@ def make_tenant(db: None) -> Callable[..., Tenant]:
         made += 1
         name = name or f"Org {made}"
         email = f"owner{made}-{os.getpid()}@{name.lower().replace(' ', '-')}.test"
-        org = organization_create(name=name, owner_email=email, owner_password=PASSWORD)
+        org = organization_onboard(name=name, owner_email=email, owner_password=PASSWORD)
         owner = User.objects.get(email=email)
         client = Client()
         client.force_login(owner)

@@ -25,9 +25,9 @@ from sessions import services
 from sessions.auth import CallGrant
 from sessions.models import CallItem, CallTurn
 from sessions.runner import DbRecorder, db
-from voiceapp.tenants.services import organization_create
+from voiceapp.tenants.onboarding import organization_onboard
 
-org = organization_create(name="Lite", owner_email="lite@example.test")
+org = organization_onboard(name="Lite", owner_email="lite@example.test")
 persona = org.personas.get()
 grant = CallGrant(
     org_id=org.pk, persona_id=persona.pk, persona_slug=persona.slug, session_config={{}}

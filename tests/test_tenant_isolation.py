@@ -14,8 +14,9 @@ from django.urls import URLPattern, reverse
 
 from sessions.auth import CallGrant
 from sessions.models import Call
-from sessions.services import call_item_record, call_start
+from sessions.services import call_end, call_item_record, call_start, call_turn_record
 from tests.conftest import Tenant
+from voiceapp.api import urls as api_urls
 from voiceapp.dashboard import urls as dashboard_urls
 from voiceapp.personas.models import Persona, PersonaFact
 from voiceapp.personas.services import persona_create, persona_fact_create
@@ -104,6 +105,14 @@ def org_b(tenant_b: Tenant, django_capture_on_commit_callbacks) -> OrgB:  # type
         text="Bravo-Private-Caller-Words",
         at_s=1.0,
     )
+    call_turn_record(
+        call_id=str(call.pk),
+        response_id="resp_b",
+        status="completed",
+        at_s=1.5,
+        spans={"v2v_ms": 1},
+    )
+    call_end(call_id=str(call.pk), reason="hangup")  # so B's call counts in usage and analytics
     membership = Membership.objects.get(org=tenant_b.org, user=tenant_b.owner)
     fact = persona_fact_create(persona=persona, question="When?", answer=B_FACT_MARK)
     endpoint = llm_endpoint_create(
@@ -192,6 +201,8 @@ def _leaks(content: bytes, b: OrgB) -> list[str]:
         b.webhook_secret,
         b.webhook.secret_encrypted,
         b.delivery.webhook_id,
+        str(b.call.pk),
+        "Bravo-Private-Caller-Words",
     ]
     return [m for m in marks if m in text]
 
@@ -427,3 +438,62 @@ def test_api_lists_only_own_webhooks(secret_key_a: str, org_b: OrgB) -> None:
 
     assert response.status_code == 200 and response.json() == []
     assert _leaks(response.content, org_b) == []
+
+
+# --- API: every endpoint with an id in its path, and the test that aims it at B's object.
+API_TESTS_BY_URL = {
+    "persona-detail": "test_api_refuses_other_orgs_personas",
+    "persona-fact-list": "test_api_refuses_other_orgs_facts",
+    "persona-fact-detail": "test_api_refuses_other_orgs_facts",
+    "llm-endpoint-detail": "test_api_refuses_other_orgs_llm_endpoints",
+    "llm-endpoint-test": "test_api_refuses_other_orgs_llm_endpoints",
+    "call-detail": "test_api_refuses_other_orgs_calls",
+    "webhook-detail": "test_api_refuses_other_orgs_webhooks",
+}
+
+
+def _api_patterns() -> list[URLPattern]:
+    patterns = [p for p in api_urls.urlpatterns if isinstance(p, URLPattern)]
+    return patterns + [p for p in api_urls.router.urls if isinstance(p, URLPattern)]
+
+
+def test_every_api_url_with_an_id_is_in_the_matrix() -> None:
+    with_args = {
+        p.name
+        for p in _api_patterns()
+        if p.name and (p.pattern.converters or p.pattern.regex.groups)
+    }
+    assert with_args == set(API_TESTS_BY_URL)
+    assert all(name in globals() for name in API_TESTS_BY_URL.values())
+
+
+def test_api_refuses_other_orgs_calls(secret_key_a: str, org_b: OrgB) -> None:
+    for method in ("get", "put", "patch", "delete", "post"):
+        response = getattr(Client(), method)(
+            f"/api/v1/calls/{org_b.call.pk}/",
+            data={},
+            content_type="application/json",
+            headers={"Authorization": f"Bearer {secret_key_a}"},
+        )
+
+        assert response.status_code in (404, 405), (method, response.status_code)
+        assert _leaks(response.content, org_b) == []
+
+
+def test_api_lists_and_sums_only_own_calls(secret_key_a: str, org_b: OrgB) -> None:
+    headers = {"Authorization": f"Bearer {secret_key_a}"}
+
+    listing = Client().get("/api/v1/calls/", headers=headers)
+    usage = Client().get("/api/v1/usage/", headers=headers)
+    theirs = Client().get(f"/api/v1/calls/?persona={org_b.persona.slug}", headers=headers)
+    nobodys = Client().get("/api/v1/calls/?persona=no-such-slug", headers=headers)
+
+    assert listing.status_code == 200 and listing.json()["results"] == []
+    assert usage.status_code == 200
+    assert (usage.json()["calls"], usage.json()["by_persona"]) == (0, [])
+    for response in (listing, usage):
+        assert _leaks(response.content, org_b) == []
+    # B's persona slug is answered exactly as one that exists nowhere (the message
+    # repeats the slug A sent, nothing else)
+    assert theirs.status_code == nobodys.status_code == 400
+    assert theirs.content.replace(org_b.persona.slug.encode(), b"no-such-slug") == nobodys.content

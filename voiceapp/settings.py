@@ -198,7 +198,8 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Voice Agents API",
-    "DESCRIPTION": "Manage personas and voices. Authenticate with a secret key: "
+    "DESCRIPTION": "Manage personas and voices; read calls and usage. Authenticate with a "
+    "secret key: "
     "`Authorization: Bearer sk_...`.",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
@@ -259,6 +260,8 @@ CALL_RESUME_WINDOW_S = env.int("CALL_RESUME_WINDOW_S", default=15)
 CALL_KEY_CHECK_S = env.float("CALL_KEY_CHECK_S", default=2.0)
 # A call whose process has not reported for this long is closed by Celery beat.
 CALL_STALE_AFTER_S = env.int("CALL_STALE_AFTER_S", default=90)
+# Bearer token for GET /metrics (Prometheus); empty: the endpoint answers 404.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
 WEBRTC_STUN_URLS = env.list("WEBRTC_STUN_URLS", default=[])
 TURN_URLS = env.list("TURN_URLS", default=[])
 TURN_SECRET = env.str("TURN_SECRET", default="")

@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 
 from voiceapp.dashboard.views import landing
+from voiceapp.metrics import metrics
 
 urlpatterns = [
     path("", landing, name="landing"),
@@ -11,4 +12,5 @@ urlpatterns = [
     path("api/v1/", include("voiceapp.api.urls")),
     path("v1/", include("sessions.urls")),
     path("admin/", admin.site.urls),
+    path("metrics", metrics, name="metrics"),
 ]

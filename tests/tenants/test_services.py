@@ -15,7 +15,6 @@ from voiceapp.tenants.services import (
     invitation_revoke,
     membership_remove,
     organization_create,
-    origin_normalize,
     publishable_key_create,
     secret_key_authenticate,
     secret_key_create,
@@ -26,7 +25,7 @@ from voiceapp.tenants.services import (
 pytestmark = pytest.mark.django_db
 
 
-def test_organization_create_makes_owner_and_default_persona() -> None:
+def test_organization_create_makes_the_owner_and_nothing_of_other_apps() -> None:
     org = organization_create(
         name="Acme Clinic", owner_email="Boss@Acme.test", owner_password="x-pass-123"
     )
@@ -34,10 +33,7 @@ def test_organization_create_makes_owner_and_default_persona() -> None:
     owner = User.objects.get(email="boss@acme.test")
     assert owner.check_password("x-pass-123")
     assert Membership.objects.get(org=org, user=owner).role == Role.OWNER
-    persona = org.personas.get()
-    assert persona.slug == "assistant"
-    assert persona.agent_speaks_first and persona.greeting
-    assert persona.voice.voice_id == "en_US-joe-medium"
+    assert not org.personas.exists()
 
 
 def test_organization_slugs_stay_unique() -> None:
@@ -156,34 +152,6 @@ def test_revoked_and_wrong_keys_do_not_authenticate(tenant_a: Tenant) -> None:
 def test_secret_key_needs_a_name(tenant_a: Tenant) -> None:
     with pytest.raises(ValidationError):
         secret_key_create(org=tenant_a.org, name=" ")
-
-
-@pytest.mark.parametrize(
-    ("given", "expected"),
-    [
-        ("https://Example.com", "https://example.com"),
-        ("https://example.com:443/", "https://example.com"),
-        ("http://localhost:8000", "http://localhost:8000"),
-        ("http://[::1]:3000", "http://[::1]:3000"),
-    ],
-)
-def test_origins_are_normalized(given: str, expected: str) -> None:
-    assert origin_normalize(given) == expected
-
-
-@pytest.mark.parametrize(
-    "bad",
-    [
-        "example.com",
-        "ftp://example.com",
-        "https://example.com/path",
-        "https://a.com?x=1",
-        "https://",
-    ],
-)
-def test_bad_origins_are_rejected(bad: str) -> None:
-    with pytest.raises(ValidationError):
-        origin_normalize(bad)
 
 
 def test_publishable_key_keeps_normalized_origins(tenant_a: Tenant) -> None:

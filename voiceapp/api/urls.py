@@ -2,6 +2,7 @@ from django.urls import include, path, re_path
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework.routers import SimpleRouter
 
+from sessions.apis import CallViewSet, UsageView
 from voiceapp.api.exceptions import api_not_found
 from voiceapp.personas.apis import PersonaFactViewSet, PersonaViewSet, VoiceViewSet
 from voiceapp.tenants.apis import LLMEndpointViewSet
@@ -12,6 +13,7 @@ router.register("personas", PersonaViewSet, basename="persona")
 router.register("voices", VoiceViewSet, basename="voice")
 router.register("llm-endpoints", LLMEndpointViewSet, basename="llm-endpoint")
 router.register("webhooks", WebhookEndpointViewSet, basename="webhook")
+router.register("calls", CallViewSet, basename="call")
 
 fact_list = PersonaFactViewSet.as_view({"get": "list", "post": "create", "put": "replace"})
 fact_detail = PersonaFactViewSet.as_view(
@@ -21,6 +23,7 @@ fact_detail = PersonaFactViewSet.as_view(
 app_name = "api"
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("usage/", UsageView.as_view(), name="usage"),
     path("personas/<int:persona_pk>/facts/", fact_list, name="persona-fact-list"),
     path("personas/<int:persona_pk>/facts/<int:pk>/", fact_detail, name="persona-fact-detail"),
     path("", include(router.urls)),

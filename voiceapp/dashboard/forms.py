@@ -9,8 +9,8 @@ from django.http import HttpRequest
 
 from voiceapp.personas.models import ASRModel, Persona, PersonaFact, Voice
 from voiceapp.tenants.models import LLMEndpoint, Organization, Role, User
-from voiceapp.tenants.origins import origins_clean
-from voiceapp.tenants.services import organization_create
+from voiceapp.tenants.onboarding import organization_onboard
+from voiceapp.tenants.origins import origins_normalize
 from webhooks.models import EventType
 
 
@@ -32,7 +32,7 @@ class OriginsField(forms.CharField):
 
     def clean(self, value: Any) -> list[str]:
         origins = super().clean(value)
-        return origins_clean(origins)
+        return origins_normalize(origins)
 
 
 class SignupForm(AllauthSignupForm):
@@ -48,7 +48,7 @@ class SignupForm(AllauthSignupForm):
     def save(self, request: HttpRequest) -> User:
         user: User = super().save(request)
         if self.cleaned_data.get("organization_name", "").strip():
-            organization_create(name=self.cleaned_data["organization_name"], owner=user)
+            organization_onboard(name=self.cleaned_data["organization_name"], owner=user)
         return user
 
 

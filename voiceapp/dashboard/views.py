@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import asdict
+from datetime import timedelta
 from functools import wraps
 from typing import Any
 from urllib.parse import urlencode
@@ -19,11 +20,15 @@ from django.forms import Form
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
+from sessions.analytics import call_analytics
 from sessions.auth import client_secret_create
+from sessions.models import Call
 from sessions.selectors import call_get, call_list
 from sessions.views import widget_session_payload
+from voiceapp.dashboard.charts import bar_heights, line_chart
 from voiceapp.dashboard.forms import (
     InvitationForm,
     LLMEndpointForm,
@@ -57,6 +62,7 @@ from voiceapp.tenants import selectors as tenant_selectors
 from voiceapp.tenants import services as tenant_services
 from voiceapp.tenants.middleware import SESSION_ORG_KEY, current_membership
 from voiceapp.tenants.models import Membership, Role
+from voiceapp.tenants.onboarding import organization_onboard
 
 View = Callable[..., HttpResponse]
 
@@ -99,7 +105,7 @@ def org_create(request: HttpRequest) -> HttpResponse:
     form = OrganizationForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            org = tenant_services.organization_create(
+            org = organization_onboard(
                 name=form.cleaned_data["name"],
                 owner=request.user,
             )
@@ -634,6 +640,91 @@ def call_detail_view(request: HttpRequest, membership: Membership, pk: str) -> H
             "turns": turns,
             "waterfall": _waterfall([t for t in turns if t.v2v_ms is not None]),
             "legend": WATERFALL_SPANS,
+        },
+    )
+
+
+# --- Analytics -------------------------------------------------------------------
+
+ANALYTICS_RANGES = (7, 30, 90)
+SPAN_LABELS = {
+    "v2v_ms": "Voice to voice",
+    "endpoint_ms": "End of turn",
+    "asr_ms": "ASR final",
+    "llm_queue_ms": "LLM queue",
+    "llm_first_token_ms": "LLM first token",
+    "first_clause_ms": "LLM to first clause",
+    "tts_first_audio_ms": "TTS first audio",
+}
+PERCENTILE_COLOURS = (("p50", "#60a5fa"), ("p95", "#f59e0b"), ("p99", "#ef4444"))
+
+
+@org_required()
+def analytics_view(request: HttpRequest, membership: Membership) -> HttpResponse:
+    org = membership.org
+    personas = persona_list(org=org)
+    persona = personas.filter(pk=request.GET.get("persona") or 0).first()
+    days = int(request.GET["days"]) if request.GET.get("days") in {"7", "30", "90"} else 30
+    end = timezone.now().date()
+    start = end - timedelta(days=days - 1)
+    data = call_analytics(org=org, start=start, end=end, persona=persona)
+    x_labels = [d.date.strftime("%m-%d") for d in data.by_day]
+    charts = [
+        {
+            "span": span,
+            "label": label,
+            "overall": data.spans[span],
+            "chart": line_chart(
+                x_labels,
+                [
+                    (name, colour, [getattr(d.spans[span], name) for d in data.by_day])
+                    for name, colour in PERCENTILE_COLOURS
+                ],
+            ),
+        }
+        for span, label in SPAN_LABELS.items()
+    ]
+    minutes = [d.seconds / 60 for d in data.usage.by_day]
+    usage_days = [
+        {"day": d, "minutes": m, "calls_h": ch, "minutes_h": mh}
+        for d, m, ch, mh in zip(
+            data.usage.by_day,
+            minutes,
+            bar_heights([d.calls for d in data.usage.by_day]),
+            bar_heights(minutes),
+            strict=True,
+        )
+    ]
+    reason_labels = dict(Call.EndReason.choices) | {"": "Still live"}
+    reasons_total = sum(n for _, n in data.end_reasons) or 1
+    statuses_total = sum(n for _, n in data.reply_statuses) or 1
+    return render(
+        request,
+        "dashboard/analytics.html",
+        {
+            "section": "analytics",
+            "personas": personas,
+            "persona": persona,
+            "days": days,
+            "ranges": ANALYTICS_RANGES,
+            "data": data,
+            "charts": charts,
+            "percentile_colours": PERCENTILE_COLOURS,
+            "usage_days": usage_days,
+            "minutes_total": data.usage.seconds / 60,
+            "end_reasons": [
+                {
+                    "reason": r,
+                    "label": reason_labels.get(r, r),
+                    "n": n,
+                    "share": 100 * n / reasons_total,
+                }
+                for r, n in data.end_reasons
+            ],
+            "reply_statuses": [
+                {"status": s, "n": n, "share": 100 * n / statuses_total}
+                for s, n in data.reply_statuses
+            ],
         },
     )
 

@@ -6,6 +6,7 @@ from django.db import models
 from django.utils import timezone
 
 from voiceapp.tenants.models import Organization
+from voiceapp.tenants.origins import origins_normalize
 
 
 class Voice(models.Model):
@@ -161,14 +162,12 @@ class Persona(models.Model):
         return self.name
 
     def clean(self) -> None:
-        from voiceapp.tenants.origins import origins_clean
-
         if self.agent_speaks_first and not self.greeting.strip():
             raise ValidationError({"greeting": "A greeting is needed when the agent speaks first."})
         if not isinstance(self.allowed_origins, list):
             raise ValidationError({"allowed_origins": "Give a list of origins."})
         try:
-            self.allowed_origins = origins_clean([str(o) for o in self.allowed_origins])
+            self.allowed_origins = origins_normalize([str(o) for o in self.allowed_origins])
         except ValidationError as exc:
             raise ValidationError({"allowed_origins": exc.messages}) from exc
         if self.voice_id and not Voice.objects.filter(pk=self.voice_id, is_available=True).exists():

@@ -9,7 +9,6 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -31,6 +30,7 @@ from voiceapp.tenants.models import (
     SecretKey,
     User,
 )
+from voiceapp.tenants.origins import origins_normalize
 
 INVITATION_TTL = timedelta(days=7)
 LAST_USED_RESOLUTION = timedelta(seconds=60)
@@ -66,12 +66,9 @@ def organization_create(
     owner_email: str | None = None,
     owner_password: str | None = None,
 ) -> Organization:
-    """Create an organization, its owner membership and its default persona.
-
-    The owner is either given, or found/created by email.
-    """
-    from voiceapp.personas.services import persona_create_default
-
+    """Create an organization and its owner membership; the owner is either
+    given, or found/created by email. New organizations come through
+    ``tenants.onboarding.organization_onboard``, which adds what they start with."""
     name = name.strip()
     if not name:
         raise ValidationError({"name": "The organization needs a name."})
@@ -83,7 +80,6 @@ def organization_create(
         )
     org = Organization.objects.create(name=name, slug=_unique_org_slug(name))
     Membership.objects.create(org=org, user=owner, role=Role.OWNER)
-    persona_create_default(org=org)
     return org
 
 
@@ -256,43 +252,6 @@ def secret_key_authenticate(*, raw: str) -> SecretKey | None:
         SecretKey.objects.filter(pk=key.pk).update(last_used_at=now)
         key.last_used_at = now
     return key
-
-
-def origin_normalize(value: str) -> str:
-    """``https://Example.com:443/`` -> ``https://example.com``; raises on anything
-    that is not a bare http(s) origin."""
-    value = value.strip()
-    parts = urlsplit(value)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValidationError(f"“{value}” is not an origin like https://example.com.")
-    if parts.path not in ("", "/") or parts.query or parts.fragment or parts.username:
-        raise ValidationError(f"“{value}” must be an origin only, without a path or query.")
-    default_port = 443 if parts.scheme == "https" else 80
-    try:
-        port = parts.port
-    except ValueError as exc:
-        raise ValidationError(f"“{value}” has an invalid port.") from exc
-    host = parts.hostname.lower()
-    if ":" in host:
-        host = f"[{host}]"
-    return f"{parts.scheme}://{host}" + (f":{port}" if port and port != default_port else "")
-
-
-def origins_normalize(values: list[str]) -> list[str]:
-    errors, result = [], []
-    for value in values:
-        if not value.strip():
-            continue
-        try:
-            origin = origin_normalize(value)
-        except ValidationError as exc:
-            errors.extend(exc.messages)
-            continue
-        if origin not in result:
-            result.append(origin)
-    if errors:
-        raise ValidationError(errors)
-    return result
 
 
 @transaction.atomic

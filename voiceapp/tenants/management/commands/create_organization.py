@@ -5,7 +5,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from voiceapp.personas.selectors import persona_list
-from voiceapp.tenants.services import organization_create
+from voiceapp.tenants.onboarding import organization_onboard
 
 
 class Command(BaseCommand):
@@ -22,7 +22,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
-            org = organization_create(
+            org = organization_onboard(
                 name=options["name"],
                 owner_email=options["owner_email"],
                 owner_password=options["owner_password"],

@@ -7,7 +7,7 @@ from voiceapp.engine.knowledge import Fact
 from voiceapp.personas.models import Persona
 from voiceapp.personas.services import persona_facts_replace
 from voiceapp.tenants.models import Organization, User
-from voiceapp.tenants.services import organization_create
+from voiceapp.tenants.onboarding import organization_onboard
 
 # What the demo persona knows, so a new user sees persona knowledge filled in.
 DEMO_FACTS = (
@@ -54,7 +54,7 @@ class Command(BaseCommand):
             user = User.objects.create_user(email=options["email"], password=options["password"])
         if not Organization.objects.filter(memberships__user=user).exists():
             with transaction.atomic():
-                org = organization_create(name="Demo Company", owner=user)
+                org = organization_onboard(name="Demo Company", owner=user)
                 # Only on creation: facts the user deleted do not come back on the next run.
                 persona = Persona.objects.get(org=org, slug="assistant")
                 persona_facts_replace(persona=persona, facts=DEMO_FACTS)

@@ -3,8 +3,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 
-from django.db.models import Count, IntegerField, Prefetch, Q, QuerySet, Sum
-from django.db.models.functions import Cast, Ceil, TruncDate
+from django.db.models import Count, Prefetch, Q, QuerySet, Sum
+from django.db.models.functions import TruncDate
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
@@ -87,34 +87,30 @@ class UsageSummary:
 def usage_summary(
     *, org: Organization, start: date, end: date, persona: Persona | None = None
 ) -> UsageSummary:
-    """Billed usage of the ended calls that started in ``[start, end]`` (UTC days,
-    inclusive), of one persona or all: each call counts its duration rounded up to
-    the whole second.
+    """Billed usage of the calls that started in ``[start, end]`` (UTC days,
+    inclusive), of one persona or all, from the billing ledger: each ended call
+    counts its duration rounded up to the whole second, and stays counted after
+    retention deletes the call itself.
 
-    The one place usage is computed (the API and the dashboard read it); when the
-    billing ledger exists, this reads its rows instead of the calls."""
+    The one place usage is computed (the API and the dashboard read it)."""
+    from billing.models import UsageRecord
+
     since, until = day_bounds(start, end)
-    ended = Call.objects.filter(
-        org=org,
-        ended_at__isnull=False,
-        duration_s__isnull=False,
-        started_at__gte=since,
-        started_at__lt=until,
-    ).annotate(billed=Cast(Ceil("duration_s"), IntegerField()))
+    ended = UsageRecord.objects.filter(org=org, started_at__gte=since, started_at__lt=until)
     if persona is not None:
         ended = ended.filter(persona=persona)
-    totals = ended.aggregate(seconds=Sum("billed"), calls=Count("id"))
+    totals = ended.aggregate(seconds=Sum("billed_seconds"), calls=Count("id"))
     by_persona = [
         PersonaUsage(persona=row["persona__slug"], seconds=row["seconds"], calls=row["calls"])
         for row in ended.values("persona__slug")
-        .annotate(seconds=Sum("billed"), calls=Count("id"))
+        .annotate(seconds=Sum("billed_seconds"), calls=Count("id"))
         .order_by("-seconds", "persona__slug")
     ]
     per_day = {
         row["day"]: row
         for row in ended.annotate(day=TruncDate("started_at", tzinfo=UTC))
         .values("day")
-        .annotate(seconds=Sum("billed"), calls=Count("id"))
+        .annotate(seconds=Sum("billed_seconds"), calls=Count("id"))
     }
     by_day = []
     for n in range((end - start).days + 1):

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from billing.models import UsageRecord
+from billing.services import billed_seconds
 from sessions.auth import CallGrant
 from sessions.models import Call
 from sessions.services import call_end, call_item_record, call_start, call_turn_record
@@ -54,6 +56,14 @@ def make_call(
             ended_at=ended_at,
             last_seen_at=ended_at,
             duration_s=duration_s,
+        )
+        billed = billed_seconds(duration_s)  # its ledger row, as if billed at that time
+        UsageRecord.objects.filter(call_ref=call.pk).update(
+            started_at=started_at,
+            ended_at=ended_at,
+            billed_seconds=billed,
+            included_seconds=billed,
+            overage_seconds=0,
         )
     else:
         Call.objects.filter(pk=call.pk).update(started_at=started_at, last_seen_at=started_at)

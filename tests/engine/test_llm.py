@@ -9,8 +9,8 @@ from dataclasses import replace
 
 import pytest
 from llama_cpp import Llama
-from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
+from tests.engine.conftest import prompt_tokens
 from tests.support.llm_server import scripted_sse_server
 from voiceapp.engine.inference import LocalInference
 from voiceapp.engine.llm import (
@@ -19,7 +19,6 @@ from voiceapp.engine.llm import (
     LlamaLLM,
     LLMError,
     LLMOptions,
-    Message,
     PromptUsage,
     default_llm_model_path,
 )
@@ -82,19 +81,6 @@ def test_next_turn_of_a_call_reuses_its_cached_prompt(llm: LlamaLLM) -> None:
     shared = Llama.longest_token_prefix(cached, new_prompt)
     assert first
     assert shared >= 0.7 * (len(new_prompt) - 4), (shared, len(new_prompt))
-
-
-def prompt_tokens(llama: Llama, messages: list[Message]) -> int:
-    """The tokens of `messages` under the model's own chat template, as llama.cpp reads them."""
-    formatter = Jinja2ChatFormatter(
-        template=llama.metadata["tokenizer.chat_template"],
-        eos_token=llama.detokenize([llama.token_eos()]).decode(),
-        bos_token=llama.detokenize([llama.token_bos()]).decode(),
-    )
-    prompt = formatter(messages=messages)
-    return len(
-        llama.tokenize(prompt.prompt.encode(), add_bos=not prompt.added_special, special=True)
-    )
 
 
 def test_a_reply_counts_the_prompt_tokens_it_read(llm: LlamaLLM) -> None:

@@ -343,6 +343,7 @@ class Translator:
                 },
             }
         tokens_in, tokens_out = usage.get("input_tokens", 0), usage.get("output_tokens", 0)
+        cached = usage.get("cached_tokens", 0)
         await self._send(
             {
                 "type": "response.done",
@@ -355,6 +356,12 @@ class Translator:
                         "input_tokens": tokens_in,
                         "output_tokens": tokens_out,
                         "total_tokens": tokens_in + tokens_out,
+                        "input_token_details": {
+                            "text_tokens": tokens_in,
+                            "audio_tokens": 0,
+                            "cached_tokens": cached,
+                        },
+                        "output_token_details": {"text_tokens": tokens_out, "audio_tokens": 0},
                     },
                     latency=latency,
                 ),

@@ -73,5 +73,9 @@ def test_a_spoken_call_is_billed_with_its_asr_llm_and_tts_usage(
     assert record.billed_seconds >= 2 and record.end_reason == "hangup"
     assert record.asr_seconds == pytest.approx(heard["usage"]["seconds"], abs=0.01)
     assert record.llm_output_tokens == done["usage"]["output_tokens"] > 0
-    assert record.llm_input_tokens == done["usage"]["input_tokens"]
+    # the prompt (persona instructions + question) was counted, in the event and the ledger
+    assert call.llm_input_tokens == record.llm_input_tokens == done["usage"]["input_tokens"] > 10
+    assert done["usage"]["total_tokens"] == record.llm_input_tokens + record.llm_output_tokens
+    cached = done["usage"]["input_token_details"]["cached_tokens"]
+    assert 0 <= cached < done["usage"]["input_tokens"]
     assert record.tts_characters == len(spoken) > 0

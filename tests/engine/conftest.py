@@ -22,11 +22,14 @@ from pathlib import Path
 import numpy as np
 import onnxruntime
 import pytest
+from llama_cpp import Llama
+from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 from voiceapp.engine.audio import read_wav, resample
 from voiceapp.engine.call import CallConfig, VoiceCall
 from voiceapp.engine.frames import Frame
 from voiceapp.engine.inference import LocalInference
+from voiceapp.engine.llm import Message
 from voiceapp.engine.models import ModelSettings, default_voice, load_inference
 from voiceapp.engine.tts import PiperTTS
 from voiceapp.engine.turns import TurnSettings
@@ -195,3 +198,16 @@ def executor() -> Iterator[ThreadPoolExecutor]:
     pool = ThreadPoolExecutor(max_workers=4)
     yield pool
     pool.shutdown(wait=False, cancel_futures=True)
+
+
+def prompt_tokens(llama: Llama, messages: list[Message]) -> int:
+    """The tokens of `messages` under the model's own chat template, as llama.cpp reads them."""
+    formatter = Jinja2ChatFormatter(
+        template=llama.metadata["tokenizer.chat_template"],
+        eos_token=llama.detokenize([llama.token_eos()]).decode(),
+        bos_token=llama.detokenize([llama.token_bos()]).decode(),
+    )
+    prompt = formatter(messages=messages)  # type: ignore[arg-type]
+    return len(
+        llama.tokenize(prompt.prompt.encode(), add_bos=not prompt.added_special, special=True)
+    )

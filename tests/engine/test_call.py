@@ -41,6 +41,7 @@ from .conftest import (
     feed,
     join,
     piper_clip,
+    prompt_tokens,
     silence,
     wait_until,
     words,
@@ -259,6 +260,51 @@ async def test_text_only_call_answers_without_synthesis(
     assert call.history[-1] == {"role": "assistant", "content": reply.text}
 
 
+class PromptRecorder:
+    """The real models; the prompts the LLM was sent are kept."""
+
+    def __init__(self, inner: LocalInference) -> None:
+        self.inner = inner
+        self.prompts: list[list[dict[str, str]]] = []
+
+    async def transcribe(self, audio: np.ndarray, language: str, model: str = "tiny.en") -> Any:
+        return await self.inner.transcribe(audio, language, model)
+
+    def generate(self, messages: Any, options: Any) -> Any:
+        self.prompts.append([dict(m) for m in messages])
+        return self.inner.generate(messages, options)
+
+    def synthesize(self, text: str, voice: Any) -> Any:
+        return self.inner.synthesize(text, voice)
+
+    async def end_of_turn(self, text: str, previous_reply: str) -> float:
+        return await self.inner.end_of_turn(text, previous_reply)
+
+
+async def test_a_reply_reports_the_prompt_tokens_it_read(
+    models: LocalInference, vad_model: SileroModel
+) -> None:
+    # given a text-only call whose LLM requests are seen
+    recorder = PromptRecorder(models)
+    call = VoiceCall(fast_config(speak=False), recorder, vad_model)
+    try:
+        # when it answers a question
+        call.add_message("user", "What is the capital of France?")
+        call.create_response()
+        frames = await collect_until(call, done, timeout_s=40)
+    finally:
+        await call.close()
+    # then its usage counts the templated prompt it sent, and the tokens it wrote
+    reply = of(frames, ResponseDone)[0]
+    assert isinstance(models.llm, LlamaLLM) and len(recorder.prompts) == 1
+    sent = prompt_tokens(models.llm._contexts[0].llama, recorder.prompts[0])
+    usage = reply.usage
+    assert usage["input_tokens"] == sent > 0
+    assert usage["output_tokens"] > 0
+    assert usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
+    assert 0 <= usage["cached_tokens"] < usage["input_tokens"]
+
+
 async def test_a_cancelled_text_reply_keeps_what_was_generated(new_call: MakeCall) -> None:
     # given a text-only call generating a long reply (no sentence cap), whose text
     # goes out clause by clause
@@ -280,6 +326,8 @@ async def test_a_cancelled_text_reply_keeps_what_was_generated(new_call: MakeCal
     seen = "".join(t.text for t in of(frames, LLMToken)).strip()
     assert reply.text and reply.text == seen
     assert call.history[-1] == {"role": "assistant", "content": reply.text}
+    # and its usage counts the prompt it read and the tokens written before the cancel
+    assert reply.usage["input_tokens"] > 0 and reply.usage["output_tokens"] >= 2
 
 
 async def test_the_greeting_can_be_interrupted_and_the_question_is_answered(

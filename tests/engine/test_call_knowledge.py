@@ -52,6 +52,7 @@ async def test_a_question_a_fact_answers_gets_the_fact_as_written(new_call: Make
     assert result.text == "On Saturday we open at 8 am and close at 2 pm. We are closed on Sundays."
     assert "".join(f.text for f in frames if isinstance(f, LLMToken)) == result.text
     assert result.latency["llm_first_token_ms"] is None  # no LLM round trip for it
+    assert (result.usage["input_tokens"], result.usage["output_tokens"]) == (0, 0)
     # the history keeps the caller's words, not the prompt they were sent in
     assert call.history[-2] == {"role": "user", "content": "What time do you open on Saturday?"}
 

@@ -3,10 +3,16 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 
-from tests.support.llm_server import LLMServer, closed_port_url, silent_server
+from tests.support.llm_server import (
+    LLMServer,
+    closed_port_url,
+    scripted_sse_server,
+    silent_server,
+)
 from voiceapp.engine.inference import (
     EndpointInference,
     InferenceError,
@@ -14,8 +20,10 @@ from voiceapp.engine.inference import (
     ThreadStream,
     collect,
 )
-from voiceapp.engine.llm import HttpLLM, HttpLLMSettings, LLMOptions
+from voiceapp.engine.llm import HttpLLM, HttpLLMSettings, LlamaLLM, LLMOptions
 from voiceapp.engine.models import default_voice
+
+from .conftest import prompt_tokens
 
 
 def counting(n: int, delay: float = 0.0) -> Callable[[threading.Event], Iterator[int]]:
@@ -98,6 +106,34 @@ async def test_endpoint_inference_sends_llm_turns_to_the_endpoint(
     assert "paris" in reply.lower()
     assert llm_server.completions() == before + 1
     assert audio and audio[0].samples.size > 0
+
+
+async def test_a_local_reply_stream_carries_its_prompt_usage(models: LocalInference) -> None:
+    # given the embedded model
+    assert isinstance(models.llm, LlamaLLM)
+    messages = [{"role": "user", "content": "What is the capital of France?"}]
+    # when a reply is streamed through LocalInference
+    stream = models.generate(messages, LLMOptions(max_tokens=8, temperature=0.0))
+    assert await collect(stream)
+    # then the stream holds the prompt the model read
+    assert stream.usage.input_tokens == prompt_tokens(models.llm._contexts[0].llama, messages)
+
+
+async def test_an_endpoint_reply_stream_carries_the_usage_it_reported(
+    models: LocalInference, executor: ThreadPoolExecutor
+) -> None:
+    # given a call routed to an endpoint that reports its usage at the end
+    events: list[dict[str, Any]] = [
+        {"choices": [{"delta": {"content": "Paris."}}]},
+        {"choices": [], "usage": {"prompt_tokens": 31, "completion_tokens": 2}},
+    ]
+    with scripted_sse_server(events) as server:
+        routed = EndpointInference(models, HttpLLM(HttpLLMSettings(server.base_url)), executor)
+        # when the reply is streamed
+        stream = routed.generate([{"role": "user", "content": "Hi"}], LLMOptions())
+        assert await collect(stream) == ["Paris."]
+    # then the stream carries the endpoint's count
+    assert (stream.usage.input_tokens, stream.usage.cached_tokens) == (31, 0)
 
 
 @pytest.mark.parametrize(

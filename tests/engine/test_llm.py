@@ -10,6 +10,8 @@ from dataclasses import replace
 import pytest
 from llama_cpp import Llama
 
+from tests.engine.conftest import prompt_tokens
+from tests.support.llm_server import scripted_sse_server
 from voiceapp.engine.inference import LocalInference
 from voiceapp.engine.llm import (
     HttpLLM,
@@ -17,6 +19,7 @@ from voiceapp.engine.llm import (
     LlamaLLM,
     LLMError,
     LLMOptions,
+    PromptUsage,
     default_llm_model_path,
 )
 
@@ -80,6 +83,33 @@ def test_next_turn_of_a_call_reuses_its_cached_prompt(llm: LlamaLLM) -> None:
     assert shared >= 0.7 * (len(new_prompt) - 4), (shared, len(new_prompt))
 
 
+def test_a_reply_counts_the_prompt_tokens_it_read(llm: LlamaLLM) -> None:
+    # given a call's first turn, on a context that served another call before
+    llama = llm._contexts[0].llama
+    first = [SYSTEM, {"role": "user", "content": "My name is Ada. Say hello."}]
+    options = LLMOptions(max_tokens=12, temperature=0.0, session="usage-ada")
+    usage = PromptUsage()
+    # when its reply is streamed
+    reply = "".join(llm.stream(first, options, threading.Event(), usage))
+    # then the usage holds the templated prompt's length
+    assert usage.input_tokens == prompt_tokens(llama, first) > 10
+    # and when the next turn runs on the context that holds the first one
+    second = [*first, {"role": "assistant", "content": reply}, {"role": "user", "content": "Bye"}]
+    again = PromptUsage()
+    "".join(llm.stream(second, replace(options, max_tokens=2), threading.Event(), again))
+    # then all of its prompt is counted, and the first turn's prompt came from the cache
+    assert again.input_tokens == prompt_tokens(llama, second) > usage.input_tokens
+    assert usage.input_tokens <= again.cached_tokens < again.input_tokens
+
+
+def test_a_cancelled_reply_still_counts_its_prompt(llm: LlamaLLM) -> None:
+    messages = [SYSTEM, {"role": "user", "content": "Count from one to one hundred."}]
+    cancel, usage = threading.Event(), PromptUsage()
+    for _ in llm.stream(messages, LLMOptions(max_tokens=200), cancel, usage):
+        cancel.set()
+    assert usage.input_tokens == prompt_tokens(llm._contexts[0].llama, messages)
+
+
 def test_two_replies_generate_at_once(llm: LlamaLLM) -> None:
     # given two calls asking at the same moment
     results: dict[str, str] = {}
@@ -141,6 +171,53 @@ def test_http_backend_streams_from_an_openai_compatible_server(llama_server: str
     # then it arrives in several deltas and answers
     assert len(deltas) > 2
     assert "paris" in "".join(deltas).lower()
+
+
+def test_http_backend_reports_the_prompt_tokens_the_server_counted() -> None:
+    # given an endpoint that sends its usage in a last event without choices,
+    # as OpenAI, vLLM and llama-server do when asked with include_usage
+    usage_event = {
+        "choices": [],
+        "usage": {
+            "prompt_tokens": 57,
+            "completion_tokens": 2,
+            "total_tokens": 59,
+            "prompt_tokens_details": {"cached_tokens": 40},
+        },
+    }
+    events = [{"choices": [{"delta": {"content": w}}]} for w in ("Hi", " there")]
+    with scripted_sse_server([*events, usage_event]) as server:
+        llm = HttpLLM(HttpLLMSettings(base_url=server.base_url))
+        usage = PromptUsage()
+        # when a reply is streamed
+        reply = "".join(llm.stream([SYSTEM], LLMOptions(), threading.Event(), usage))
+    # then the request asked for usage, and the server's counts are reported as they are
+    assert server.requests[0]["stream_options"] == {"include_usage": True}
+    assert reply == "Hi there"
+    assert (usage.input_tokens, usage.cached_tokens) == (57, 40)
+
+
+def test_http_backend_reports_no_prompt_tokens_when_the_server_says_none() -> None:
+    # given an endpoint that ignores include_usage (nothing but deltas)
+    events = [{"choices": [{"delta": {"content": "Hello"}}]}]
+    with scripted_sse_server(events) as server:
+        usage = PromptUsage()
+        llm = HttpLLM(HttpLLMSettings(base_url=server.base_url))
+        # when a reply is streamed, then it arrives and no count is made up
+        assert list(llm.stream([SYSTEM], LLMOptions(), threading.Event(), usage)) == ["Hello"]
+    assert usage == PromptUsage(input_tokens=0, cached_tokens=0)
+
+
+def test_http_backend_accepts_include_usage_on_a_llama_cpp_server(llama_server: str) -> None:
+    # given llama-cpp-python's own server, which ignores stream_options
+    llm = HttpLLM(HttpLLMSettings(base_url=llama_server))
+    usage = PromptUsage(input_tokens=-1)
+    messages = [SYSTEM, {"role": "user", "content": "What is the capital of France?"}]
+    # when a reply is streamed with include_usage asked for
+    reply = "".join(llm.stream(messages, LLMOptions(max_tokens=16), threading.Event(), usage))
+    # then the request is not refused for it, and no usage came with the stream
+    assert reply
+    assert usage.input_tokens == -1
 
 
 def test_http_backend_stops_on_cancel(llama_server: str) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import numpy as np
 from channels_redis.core import RedisChannelLayer
 
-from tests.engine.conftest import Clip, wait_until, words
+from tests.engine.conftest import Clip, prompt_tokens, wait_until, words
 from voiceapp.engine.audio import resample
 from voiceapp.engine.inference import LocalInference, collect
 from voiceapp.engine.llm import LlamaLLM, LLMOptions
@@ -56,6 +56,25 @@ async def test_llm_tokens_stream_back_with_queue_time(
     assert "paris" in "".join(tokens).lower()
     assert stream.queue_ms is not None and stream.queue_ms >= 0
     assert stream.worker is not None
+
+
+async def test_an_llm_reply_reports_its_prompt_tokens_from_the_worker(
+    start_worker: StartWorker, client: ChannelsInference, models: LocalInference
+) -> None:
+    # given a worker with the embedded model
+    await start_worker()
+    assert isinstance(models.llm, LlamaLLM)
+    expected = prompt_tokens(models.llm._contexts[0].llama, QUESTION)
+    # when a reply streams back over the layer
+    stream = client.generate(QUESTION, LLMOptions(max_tokens=8, temperature=0.0))
+    assert await collect(stream)
+    # then the worker's count of the prompt came with it
+    assert stream.usage.input_tokens == expected > 0
+    # and a reply closed after its first token still knows its prompt
+    cut = client.generate(QUESTION, LLMOptions(max_tokens=200, temperature=0.7))
+    await cut.__anext__()
+    await cut.aclose()
+    assert cut.usage.input_tokens == expected
 
 
 async def test_tts_audio_streams_back_and_is_speech(

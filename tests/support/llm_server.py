@@ -10,11 +10,14 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 from voiceapp.engine.llm import default_llm_model_path
 
@@ -111,6 +114,44 @@ def silent_server() -> Iterator[str]:
         sock.bind(("127.0.0.1", 0))
         sock.listen(8)
         yield f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+
+
+@dataclass
+class ScriptedServer:
+    base_url: str
+    requests: list[dict[str, Any]] = field(default_factory=list)  # the JSON bodies received
+
+
+@contextlib.contextmanager
+def scripted_sse_server(events: list[dict[str, Any]]) -> Iterator[ScriptedServer]:
+    """An OpenAI-style `/chat/completions` that streams `events` as server-sent
+    events, then `[DONE]`, whatever it is asked (for what real servers differ in)."""
+    server = ScriptedServer("")
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length", 0))
+            server.requests.append(json.loads(self.rfile.read(length)))
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            for event in [*map(json.dumps, events), "[DONE]"]:
+                self.wfile.write(f"data: {event}\n\n".encode())
+                self.wfile.flush()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.base_url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)
 
 
 def closed_port_url() -> str:

@@ -61,9 +61,9 @@ from .frames import (
 )
 from .guard import Action, GuardSettings, ReplyGuard, numbers_in
 from .history import History
-from .inference import Inference, InferenceError, Stream
+from .inference import Inference, InferenceError, TokenStream
 from .knowledge import Fact
-from .llm import LLMOptions, Message
+from .llm import LLMOptions, Message, PromptUsage
 from .prompt import DEFAULT_DECLINE, DEFAULT_REPLY_HINT, PromptBuilder
 from .response import Response, ResponseState
 from .tasks import TaskOwner
@@ -741,7 +741,7 @@ class VoiceCall:
         guard = self._guard(messages, extra=direct or "")
         trace = response.trace
         trace.mark("llm_start")
-        stream: Stream[str] | None = None
+        stream: TokenStream | None = None
         tokens = 0
         raw = ""
         stopped = False
@@ -762,6 +762,8 @@ class VoiceCall:
                         trace.mark("llm_first_token")
                         trace.llm_queue_ms = stream.queue_ms
                     tokens += 1
+                    # kept current: a reply cancelled mid-stream reports what it cost
+                    response.usage = _usage(stream.usage, tokens)
                 raw += delta
                 if cfg.sequential:
                     continue
@@ -778,7 +780,8 @@ class VoiceCall:
         finally:
             if stream is not None:
                 await stream.aclose()
-        response.usage = {"output_tokens": tokens}
+        # A direct answer never reached the LLM: no tokens either way.
+        response.usage = _usage(stream.usage if stream is not None else PromptUsage(), tokens)
         if not stopped:
             for clause in [raw.strip()] if cfg.sequential else chunker.flush():
                 if clause and not self._pass_clause(response, guard, clause, clauses):
@@ -799,7 +802,8 @@ class VoiceCall:
         its context lacks those words; without this, the next turn that reaches
         the LLM would read them first, before its own. One token is generated and
         dropped; the next request waits for it if it is still running (it reads
-        what that request would have to read anyway).
+        what that request would have to read anyway). Its tokens are engine
+        overhead, in no response's usage (docs/BILLING.md).
         """
         cfg = self.config
         if not (cfg.grounding and cfg.direct_answers and spoken):
@@ -990,6 +994,16 @@ class VoiceCall:
             self._speculative = None
         if self._active is response:
             self._active = None
+
+
+def _usage(prompt: PromptUsage, output_tokens: int) -> dict[str, int]:
+    """A reply's token usage: the prompt its LLM request read, and the tokens it wrote."""
+    return {
+        "input_tokens": prompt.input_tokens,
+        "cached_tokens": prompt.cached_tokens,
+        "output_tokens": output_tokens,
+        "total_tokens": prompt.input_tokens + output_tokens,
+    }
 
 
 async def _once(text: str) -> AsyncIterator[str]:

@@ -24,7 +24,7 @@ import numpy as np
 
 from .asr import ASR, DEFAULT_ASR_MODEL, Transcript
 from .eou import EndOfTurnScorer
-from .llm import LLM, LLMError, LLMOptions, Message
+from .llm import LLM, LLMError, LLMOptions, Message, PromptUsage
 from .tts import TTS, VoiceSpec
 
 T = TypeVar("T")
@@ -60,12 +60,25 @@ class Stream(Protocol[T_co]):
     async def aclose(self) -> None: ...
 
 
+class TokenStream(Stream[str], Protocol):
+    """A reply's text deltas, and the prompt tokens its request read.
+
+    `usage` is filled in as the backend learns it: the local model before the
+    first delta, an HTTP endpoint or a worker at the end of the stream. Read it
+    after the stream ended or was closed; a request closed before then may have
+    counted nothing.
+    """
+
+    @property
+    def usage(self) -> PromptUsage: ...
+
+
 class Inference(Protocol):
     async def transcribe(
         self, audio: np.ndarray, language: str, model: str = DEFAULT_ASR_MODEL
     ) -> Transcript: ...
 
-    def generate(self, messages: list[Message], options: LLMOptions) -> Stream[str]: ...
+    def generate(self, messages: list[Message], options: LLMOptions) -> TokenStream: ...
 
     def synthesize(self, text: str, voice: VoiceSpec) -> Stream[AudioChunk]: ...
 
@@ -82,7 +95,8 @@ class ThreadStream(Generic[T]):
 
     `slot` (optional) bounds how many of these run at once; the time spent
     waiting for it is `queue_ms`. `aclose()` sets the cancel event that the
-    blocking iterator checks between items.
+    blocking iterator checks between items. `usage` is the prompt count an LLM
+    iterator fills in (untouched by other kinds).
     """
 
     def __init__(
@@ -90,7 +104,9 @@ class ThreadStream(Generic[T]):
         start: Callable[[threading.Event], Iterator[T]],
         executor: ThreadPoolExecutor,
         slot: threading.Semaphore | None = None,
+        usage: PromptUsage | None = None,
     ) -> None:
+        self.usage = usage if usage is not None else PromptUsage()
         self._start = start
         self._executor = executor
         self._slot = slot
@@ -213,15 +229,21 @@ class LocalInference:
             raise InferenceError(f"ASR failed: {exc}", "asr_failed") from exc
 
     def generate(self, messages: list[Message], options: LLMOptions) -> ThreadStream[str]:
+        usage = PromptUsage()
         if options.backend == "http":
             http = self.http_llm
             if http is None:
                 raise InferenceError("no HTTP LLM endpoint is configured", "llm_unavailable")
             return ThreadStream(
-                lambda cancel: http.stream(messages, options, cancel), self.executor
+                lambda cancel: http.stream(messages, options, cancel, usage),
+                self.executor,
+                usage=usage,
             )
         return ThreadStream(
-            lambda cancel: self.llm.stream(messages, options, cancel), self.executor, self._llm_slot
+            lambda cancel: self.llm.stream(messages, options, cancel, usage),
+            self.executor,
+            self._llm_slot,
+            usage=usage,
         )
 
     def synthesize(self, text: str, voice: VoiceSpec) -> ThreadStream[AudioChunk]:
@@ -269,14 +291,15 @@ class EndpointInference:
 
     def generate(self, messages: list[Message], options: LLMOptions) -> ThreadStream[str]:
         llm = self.llm
+        usage = PromptUsage()
 
         def run(cancel: threading.Event) -> Iterator[str]:
             try:
-                yield from llm.stream(messages, options, cancel)
+                yield from llm.stream(messages, options, cancel, usage)
             except LLMError as exc:
                 raise InferenceError(str(exc), exc.code) from exc
 
-        return ThreadStream(run, self._executor)
+        return ThreadStream(run, self._executor, usage=usage)
 
     def synthesize(self, text: str, voice: VoiceSpec) -> Stream[AudioChunk]:
         return self.inner.synthesize(text, voice)

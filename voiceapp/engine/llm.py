@@ -57,11 +57,29 @@ class LLMOptions:
         )
 
 
+@dataclass(slots=True)
+class PromptUsage:
+    """The prompt tokens one request read, as its backend counts them.
+
+    `LLM.stream` fills it in while it runs: llama.cpp knows the count (after the
+    chat template) before the first token; an OpenAI-compatible endpoint says it
+    in its last event if it honours `stream_options.include_usage`, and when it
+    says nothing both stay 0.
+    """
+
+    input_tokens: int = 0
+    cached_tokens: int = 0  # of input_tokens: served from the prefix cache, not evaluated
+
+
 class LLM(Protocol):
     def stream(
-        self, messages: list[Message], options: LLMOptions, cancel: threading.Event
+        self,
+        messages: list[Message],
+        options: LLMOptions,
+        cancel: threading.Event,
+        usage: PromptUsage | None = None,
     ) -> Iterator[str]:
-        """Yield text deltas of the assistant's reply to `messages`."""
+        """Yield text deltas of the assistant's reply to `messages`; count its prompt in `usage`."""
         ...
 
 
@@ -96,13 +114,37 @@ class LlamaSettings:
 
 
 class _Context:
-    """One llama context (its own KV cache) and the call it last served."""
+    """One llama context (its own KV cache) and the call it last served.
+
+    Its `Llama.generate` is wrapped to count each request's prompt: that is where
+    llama-cpp-python hands over the templated prompt's tokens (its streamed chat
+    chunks carry no usage), and where the KV cache still holds the previous one.
+    """
 
     def __init__(self, llama: Any) -> None:
         self.llama = llama
         self.session = ""
         self.busy = False
         self.used_at = 0.0
+        self.usage: PromptUsage | None = None  # the running request's, to fill in
+        generate = llama.generate
+
+        def counting_generate(tokens: Any, *args: Any, **kwargs: Any) -> Any:
+            self._count(list(tokens))
+            return generate(tokens, *args, **kwargs)
+
+        llama.generate = counting_generate
+
+    def _count(self, tokens: list[int]) -> None:
+        usage = self.usage
+        if usage is None:
+            return
+        cached = 0
+        if self.llama.n_tokens > 0:
+            cached = self.llama.longest_token_prefix(self.llama._input_ids.tolist(), tokens)
+        usage.input_tokens = len(tokens)
+        # llama.cpp evaluates at least the prompt's last token again for its logits
+        usage.cached_tokens = max(0, min(cached, len(tokens) - 1))
 
 
 class LlamaLLM:
@@ -184,11 +226,16 @@ class LlamaLLM:
             self._free.notify()
 
     def stream(
-        self, messages: list[Message], options: LLMOptions, cancel: threading.Event
+        self,
+        messages: list[Message],
+        options: LLMOptions,
+        cancel: threading.Event,
+        usage: PromptUsage | None = None,
     ) -> Iterator[str]:
         context = self._acquire(options.session, cancel)
         if context is None:
             return
+        context.usage = usage
         try:
             chunks: Any = context.llama.create_chat_completion(
                 messages=messages,
@@ -207,6 +254,7 @@ class LlamaLLM:
             finally:
                 chunks.close()
         finally:
+            context.usage = None
             self._release(context)
 
 
@@ -225,13 +273,25 @@ class HttpLLM:
         self.settings = settings
 
     def stream(
-        self, messages: list[Message], options: LLMOptions, cancel: threading.Event
+        self,
+        messages: list[Message],
+        options: LLMOptions,
+        cancel: threading.Event,
+        usage: PromptUsage | None = None,
     ) -> Iterator[str]:
+        """Deltas of the reply; `usage` gets what the server reports, if anything.
+
+        The request asks for `stream_options.include_usage` (OpenAI, vLLM and
+        llama.cpp's llama-server send a last event with `usage`); a server that
+        ignores it (llama-cpp-python's own server) leaves `usage` at 0: the
+        count is the server's word, never an estimate of ours.
+        """
         s = self.settings
-        body = {
+        body: dict[str, Any] = {
             "model": options.model or s.model or "default",
             "messages": messages,
             "stream": True,
+            "stream_options": {"include_usage": True},
             "max_tokens": options.max_tokens,
             "temperature": options.temperature,
         }
@@ -268,7 +328,7 @@ class HttpLLM:
             ) from exc
         with response:
             try:
-                yield from _sse_deltas(response, cancel)
+                yield from _sse_deltas(response, cancel, usage)
             except TimeoutError as exc:
                 raise LLMError(
                     f"The LLM endpoint {s.base_url} stopped sending for {s.timeout_s:g} s.",
@@ -281,8 +341,10 @@ class HttpLLM:
                 ) from exc
 
 
-def _sse_deltas(response: Any, cancel: threading.Event) -> Iterator[str]:
-    """Text deltas from an OpenAI-style server-sent event stream."""
+def _sse_deltas(
+    response: Any, cancel: threading.Event, usage: PromptUsage | None = None
+) -> Iterator[str]:
+    """Text deltas from an OpenAI-style server-sent event stream; its `usage` into `usage`."""
     for raw in response:
         if cancel.is_set():
             return
@@ -309,10 +371,23 @@ def _sse_deltas(response: Any, cancel: threading.Event) -> Iterator[str]:
                 f"The LLM endpoint reported an error: {_error_text(event['error'])}",
                 "llm_endpoint_error",
             )
+        if usage is not None and isinstance(event.get("usage"), dict):
+            _read_usage(event["usage"], usage)
         choices = event.get("choices") or [{}]
         delta = (choices[0].get("delta") or {}).get("content")
         if delta:
             yield delta
+
+
+def _read_usage(reported: dict[str, Any], usage: PromptUsage) -> None:
+    """An OpenAI `usage` object's prompt counts; anything malformed counts as unsaid."""
+    prompt = reported.get("prompt_tokens")
+    if isinstance(prompt, int) and prompt >= 0:
+        usage.input_tokens = prompt
+    details = reported.get("prompt_tokens_details")
+    cached = details.get("cached_tokens") if isinstance(details, dict) else None
+    if isinstance(cached, int) and 0 <= cached <= usage.input_tokens:
+        usage.cached_tokens = cached
 
 
 def _error_text(error: Any) -> str:

@@ -35,7 +35,7 @@ import numpy as np
 from voiceapp.engine.asr import DEFAULT_ASR_MODEL, Transcript
 from voiceapp.engine.audio import float_to_pcm16, pcm16_to_float
 from voiceapp.engine.inference import AudioChunk, InferenceError
-from voiceapp.engine.llm import LLMOptions, Message
+from voiceapp.engine.llm import LLMOptions, Message, PromptUsage
 from voiceapp.engine.tts import VoiceSpec
 
 from .protocol import CHANNELS, REPLY_CHANNEL_PREFIX
@@ -101,6 +101,7 @@ class ChannelStream(Generic[T]):
         self._accept_ms: float | None = None
         self._worker_queue_ms: float | None = None
         self.worker: str | None = None
+        self.usage = PromptUsage()  # an LLM reply's prompt, as its worker reports it
 
     @property
     def queue_ms(self) -> float | None:
@@ -203,6 +204,8 @@ class ChannelStream(Generic[T]):
             kind = message.get("type")
             if message.get("request_id") != self._request_id:
                 continue
+            if isinstance(message.get("usage"), dict):
+                self._read_usage(message["usage"])
             if kind == "inference.accepted":
                 self._worker = self.worker = str(message["worker"])
                 self._accept_ms = 1000.0 * (time.monotonic() - self._sent_at)
@@ -224,6 +227,12 @@ class ChannelStream(Generic[T]):
                     self._worker_queue_ms = float(message["queue_ms"])
                 self._delivered += 1
                 return self._decode(message)
+
+    def _read_usage(self, usage: dict[str, Any]) -> None:
+        self.usage = PromptUsage(
+            input_tokens=int(usage.get("input_tokens") or 0),
+            cached_tokens=int(usage.get("cached_tokens") or 0),
+        )
 
     def _expired(self) -> bool:
         return time.monotonic() >= self._deadline

@@ -9,10 +9,10 @@ tagged with the `request_id`:
     accepted  {"type": "inference.accepted", "request_id", "worker": worker channel}
     heartbeat {"type": "inference.heartbeat", "request_id"}          every 0.2 s while busy
     result    {"type": "inference.result", "request_id", "transcript": {...}}     (asr)
-    token     {"type": "inference.token", "request_id", "text", "queue_ms"?}      (llm)
+    token     {"type": "inference.token", "request_id", "text", "queue_ms"?, "usage"?} (llm)
     audio     {"type": "inference.audio", "request_id", "pcm": bytes, "sample_rate"} (tts)
     score     {"type": "inference.score", "request_id", "probability"}           (eou)
-    done      {"type": "inference.done", "request_id", "queue_ms"}
+    done      {"type": "inference.done", "request_id", "queue_ms", "usage"?}
     error     {"type": "inference.error", "request_id", "code", "message"}
     cancel    {"type": "inference.cancel", "request_id"}   caller -> the worker channel
 
@@ -28,6 +28,11 @@ Payloads: asr {"audio": PCM16 16 kHz mono bytes, "language"}; llm {"messages",
 "max_tokens", "temperature", "model"}; tts {"text", "voice_id", "model_path", "speed"};
 eou {"text", "previous_reply"} (the probability that the caller's turn is finished
 after "text").
+
+An LLM reply's "usage" is {"input_tokens", "cached_tokens"}: the prompt tokens the
+model read, and how many of those came from its prefix cache. It rides on `done`,
+and also on the first token when the count is known by then (the local model), so a
+reply closed before its end (barge-in) still reports the prompt it read.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from django.conf import settings
 from voiceapp.engine.call import CallConfig
 from voiceapp.engine.inference import EndpointInference, Inference, LocalInference
 from voiceapp.engine.knowledge import Fact
-from voiceapp.engine.llm import LLM, HttpLLM, LLMError, LLMOptions, Message
+from voiceapp.engine.llm import LLM, HttpLLM, LLMError, LLMOptions, Message, PromptUsage
 from voiceapp.engine.models import ModelSettings, load_inference
 from voiceapp.engine.tts import VoiceSpec
 from voiceapp.engine.turns import TurnSettings
@@ -172,7 +172,11 @@ class _UnreadableKeyLLM:
         self.message = message
 
     def stream(
-        self, messages: list[Message], options: LLMOptions, cancel: threading.Event
+        self,
+        messages: list[Message],
+        options: LLMOptions,
+        cancel: threading.Event,
+        usage: PromptUsage | None = None,
     ) -> Iterator[str]:
         raise LLMError(self.message, "llm_endpoint_key_unreadable")
 

@@ -22,7 +22,7 @@ from typing import Any
 from voiceapp.engine.asr import DEFAULT_ASR_MODEL, Transcript
 from voiceapp.engine.audio import float_to_pcm16, pcm16_to_float
 from voiceapp.engine.inference import LocalInference
-from voiceapp.engine.llm import LLMOptions
+from voiceapp.engine.llm import LLMOptions, PromptUsage
 from voiceapp.engine.tts import VoiceSpec
 
 from .protocol import CHANNELS, HEARTBEAT_S, KINDS, WORKER_CHANNEL_PREFIX, redis_hosts
@@ -184,7 +184,7 @@ class InferenceWorker:
             if kind == "asr":
                 await self._asr(reply, request_id, payload)
             elif kind == "llm":
-                done["queue_ms"] = await self._llm(reply, request_id, payload)
+                done["queue_ms"], done["usage"] = await self._llm(reply, request_id, payload)
             elif kind == "eou":
                 await self._eou(reply, request_id, payload)
             else:
@@ -239,7 +239,10 @@ class InferenceWorker:
             {"type": "inference.score", "request_id": request_id, "probability": probability},
         )
 
-    async def _llm(self, reply: str, request_id: str, payload: dict[str, Any]) -> float | None:
+    async def _llm(
+        self, reply: str, request_id: str, payload: dict[str, Any]
+    ) -> tuple[float | None, dict[str, int]]:
+        """Stream the reply's deltas; its queue time and prompt usage for `done`."""
         options = LLMOptions.from_wire(payload)
         messages = [
             {"role": str(m["role"]), "content": str(m["content"])} for m in payload["messages"]
@@ -255,11 +258,13 @@ class InferenceWorker:
                 }
                 if first:
                     message["queue_ms"] = stream.queue_ms
+                    if stream.usage.input_tokens:
+                        message["usage"] = _usage_wire(stream.usage)
                     first = False
                 await self._send(reply, message)
         finally:
             await stream.aclose()
-        return stream.queue_ms
+        return stream.queue_ms, _usage_wire(stream.usage)
 
     async def _tts(self, reply: str, request_id: str, payload: dict[str, Any]) -> None:
         voice = VoiceSpec(
@@ -281,6 +286,10 @@ class InferenceWorker:
                 )
         finally:
             await stream.aclose()
+
+
+def _usage_wire(usage: PromptUsage) -> dict[str, int]:
+    return {"input_tokens": usage.input_tokens, "cached_tokens": usage.cached_tokens}
 
 
 async def serve_forever(

@@ -31,7 +31,7 @@ from voiceapp.engine.frames import (
     TranscriptPartial,
     TTSAudio,
 )
-from voiceapp.engine.inference import AudioChunk, Inference, Stream
+from voiceapp.engine.inference import AudioChunk, Inference, Stream, TokenStream
 from voiceapp.engine.llm import LLM, LLMOptions, Message
 from voiceapp.engine.tts import VoiceSpec
 from voiceapp.inference.client import ChannelsInference
@@ -95,7 +95,7 @@ class _WatchedInference:
             if not self._in_flight:
                 self.idle.set()
 
-    def generate(self, messages: list[Message], options: LLMOptions) -> Stream[str]:
+    def generate(self, messages: list[Message], options: LLMOptions) -> TokenStream:
         return self._inner.generate(messages, options)
 
     def synthesize(self, text: str, voice: VoiceSpec) -> Stream[AudioChunk]:

@@ -5,6 +5,7 @@ Stripe fails, resent by beat, and nothing at all when it is not configured."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
@@ -232,3 +233,25 @@ def test_an_organization_without_a_customer_is_not_sent(
 
     assert usage_record_report(record_id=record.pk) is False
     assert stripe_api.requests == []
+
+
+def test_without_a_broker_the_call_does_not_wait_for_stripe(
+    tenant_a: Tenant, open_call: Callable[..., Call], stripe_api: FakeStripe, settings: Any
+) -> None:
+    # given no task broker (events go from a thread) and a Stripe that takes 1.5 s
+    settings.STRIPE_REPORT_THREAD = True
+    with_customer(tenant_a)
+    stripe_api.delay_s = 1.5
+
+    # when a call ends
+    started = time.monotonic()
+    record = end(open_call(age_s=3))
+    took = time.monotonic() - started
+
+    # then the end did not wait for Stripe, and the event arrives after it
+    assert took < 1.0
+    deadline = time.monotonic() + 10
+    while UsageRecord.objects.get(pk=record.pk).stripe_reported_at is None:
+        assert time.monotonic() < deadline, "the meter event was never sent"
+        time.sleep(0.1)
+    assert [r.form["identifier"] for r in stripe_api.requests] == [str(record.call_ref)]

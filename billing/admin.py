@@ -31,9 +31,10 @@ class SubscriptionAdmin(admin.ModelAdmin):
         "period_start",
         "period_end",
         "remaining_seconds",
+        "stripe_customer_id",
     ]
     list_select_related = ["org", "plan", "pending_plan"]
-    search_fields = ["org__name", "org__slug"]
+    search_fields = ["org__name", "org__slug", "stripe_customer_id"]
     raw_id_fields = ["org"]
 
 
@@ -47,6 +48,7 @@ class UsageRecordAdmin(admin.ModelAdmin):
         "included_seconds",
         "overage_seconds",
         "end_reason",
+        "stripe_reported_at",
     ]
     list_filter = ["plan", "end_reason"]
     search_fields = ["call_ref", "org__slug"]

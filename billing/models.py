@@ -44,7 +44,11 @@ class Plan(models.Model):
         validators=[MinValueValidator(10)],
         help_text="No call runs longer, whatever its persona allows. Empty: the persona's limit.",
     )
-    retention_days = models.PositiveIntegerField(default=30)
+    retention_days = models.PositiveIntegerField(
+        default=30,
+        help_text="Days a call's transcript and timings are kept after it ends (0: forever). "
+        "The usage ledger and invoices are kept regardless.",
+    )
     is_default = models.BooleanField(
         default=False, help_text="New organizations start on this plan."
     )
@@ -77,6 +81,12 @@ class Subscription(models.Model):
     )
     # The period whose 80 % usage email went out (at most one per period).
     alert_sent_for = models.DateTimeField(null=True, blank=True)
+    stripe_customer_id = models.CharField(
+        max_length=255,
+        blank=True,
+        help_text="The organization's Stripe customer (cus_…). Empty: its usage is not "
+        "sent to Stripe.",
+    )
 
     def __str__(self) -> str:
         return f"{self.org} on {self.plan}"
@@ -106,6 +116,8 @@ class UsageRecord(models.Model):
     llm_output_tokens = models.PositiveIntegerField(default=0)
     tts_characters = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now)
+    # When Stripe accepted this row's meter event; null: not sent (yet).
+    stripe_reported_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-ended_at"]

@@ -9,15 +9,22 @@ from __future__ import annotations
 
 import logging
 import math
+import threading
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.core.mail import send_mail
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from billing.models import Plan, Subscription, UsageRecord
+from billing.stripe_meter import (
+    stripe_error_is_retryable,
+    stripe_meter_from_settings,
+    usage_record_report,
+)
 from sessions.auth import AuthError
 from sessions.models import Call
 from voiceapp.tenants.models import Membership, Role
@@ -156,6 +163,9 @@ def usage_record_create(*, call: Call) -> tuple[UsageRecord, bool]:
         )
         if not created:
             return record, False
+        if sub.stripe_customer_id and stripe_meter_from_settings() is not None:
+            record_id = record.pk
+            transaction.on_commit(lambda: _report_to_stripe_later(record_id))
         sub.remaining_seconds -= included
         fields = ["remaining_seconds"]
         if _crossed_alert(sub):
@@ -166,6 +176,43 @@ def usage_record_create(*, call: Call) -> tuple[UsageRecord, bool]:
             _threshold_event(sub)
         sub.save(update_fields=fields)
         return record, True
+
+
+def _report_to_stripe_later(record_id: int) -> None:
+    """Queue the ledger row's meter event; the call never waits on Stripe."""
+    from billing.tasks import stripe_report_usage
+
+    if settings.STRIPE_REPORT_THREAD:
+        # No task broker (the embedded default runs tasks inline): send from a
+        # thread of this process instead, with the same retries.
+        threading.Thread(
+            target=_report_in_thread, args=(record_id,), name="stripe-meter", daemon=True
+        ).start()
+        return
+    try:
+        stripe_report_usage.delay(record_id)
+    except Exception:
+        # The broker is down; billing.stripe_report_unreported sends it later.
+        log.exception("Could not queue the Stripe meter event of usage record %s", record_id)
+
+
+def _report_in_thread(record_id: int, attempts: int = 6) -> None:
+    import stripe
+
+    try:
+        for attempt in range(attempts):
+            try:
+                usage_record_report(record_id=record_id)
+                return
+            except stripe.StripeError as exc:
+                if not stripe_error_is_retryable(exc) or attempt == attempts - 1:
+                    log.error("Stripe meter event of usage record %s: %s", record_id, exc)
+                    return
+                time.sleep(10 * 2**attempt)
+    except Exception:
+        log.exception("Stripe meter event of usage record %s failed", record_id)
+    finally:
+        connection.close()  # this thread's own connection
 
 
 def _crossed_alert(sub: Subscription) -> bool:

@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "voiceapp.dashboard",
     "voiceapp.inference",
     "sessions.apps.CallsConfig",
+    "django_celery_beat",
     "billing",
     "webhooks",
 ]
@@ -281,7 +282,23 @@ CELERY_BEAT_SCHEDULE = {
         "task": "billing.close_periods",
         "schedule": crontab(minute=20, hour=0),
     },
+    # Calls past their plan's retention_days (the ledger and invoices are kept).
+    "billing-purge-expired-calls": {
+        "task": "billing.purge_expired_calls",
+        "schedule": crontab(minute=40, hour=3),
+    },
+    # Ledger rows not yet in Stripe (a lost task, Stripe down for longer than the retries).
+    "billing-stripe-resend": {"task": "billing.stripe_report_unreported", "schedule": 900.0},
 }
+# Beat keeps its schedule in Postgres (django-celery-beat). At start it writes the
+# entries above into PeriodicTask rows; the admin shows them under "Periodic tasks".
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# Stripe metered billing (docs/BILLING.md): off unless both are set.
+STRIPE_API_KEY = env.str("STRIPE_API_KEY", default="")
+STRIPE_METER_EVENT_NAME = env.str("STRIPE_METER_EVENT_NAME", default="")
+STRIPE_API_BASE = env.str("STRIPE_API_BASE", default="https://api.stripe.com").rstrip("/")
+# Without a task broker, meter events are sent from a thread of the web process.
+STRIPE_REPORT_THREAD = env.bool("STRIPE_REPORT_THREAD", default=not REDIS_URL)
 # Webhooks (docs/WEBHOOKS.md): URLs resolving to private, loopback, link-local or
 # unspecified addresses are refused unless this is on (for tests and closed networks).
 WEBHOOK_ALLOW_PRIVATE_NETWORKS = env.bool("WEBHOOK_ALLOW_PRIVATE_NETWORKS", default=False)

@@ -1,13 +1,15 @@
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
+from typing import Any
 
 import pytest
 from django.utils import timezone
 
 from sessions.models import Call
 from tests.conftest import Tenant
+from tests.support.stripe_server import FakeStripe, fake_stripe
 
 
 @pytest.fixture
@@ -27,3 +29,14 @@ def open_call(tenant_a: Tenant) -> Callable[..., Call]:
         )
 
     return make
+
+
+@pytest.fixture
+def stripe_api(settings: Any) -> Iterator[FakeStripe]:
+    """Stripe reporting on, pointed at a fake Stripe that records every request."""
+    with fake_stripe() as fake:
+        settings.STRIPE_API_KEY = "sk_test_voiceapp"
+        settings.STRIPE_METER_EVENT_NAME = "voice_call_seconds"
+        settings.STRIPE_API_BASE = fake.url
+        settings.STRIPE_REPORT_THREAD = False
+        yield fake

@@ -102,8 +102,10 @@ async def test_endpoint_inference_sends_llm_turns_to_the_endpoint(
         await collect(routed.generate(messages, LLMOptions(max_tokens=16, temperature=0.0)))
     )
     audio = await collect(routed.synthesize("Paris.", default_voice()))
-    # then the endpoint answered the LLM turn, and the workers' TTS spoke
-    assert "paris" in reply.lower()
+    # then the endpoint answered the LLM turn (what a 135M model says is not the point:
+    # greedy decoding on a server whose KV cache other tests warmed varies), and the
+    # workers' TTS spoke
+    assert reply.strip()
     assert llm_server.completions() == before + 1
     assert audio and audio[0].samples.size > 0
 

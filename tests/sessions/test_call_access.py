@@ -325,7 +325,7 @@ def test_a_websocket_call_on_a_revoked_key_gets_an_error_then_closes(
             "/v1/realtime?model=assistant",
             headers=[(b"authorization", f"Bearer {raw}".encode())],
         )
-        connected, _ = await communicator.connect()
+        connected, _ = await communicator.connect(timeout=30)  # a loaded machine: not 1 s
         assert connected
         events = [json.loads(await communicator.receive_from(timeout=30))]
         await database_sync_to_async(secret_key_revoke)(key=key)

@@ -39,7 +39,7 @@ from voiceapp.engine.asr import ASR_MODELS, DEFAULT_ASR_MODEL, Transcript, Whisp
 from voiceapp.engine.audio import resample
 from voiceapp.engine.call import CallConfig, VoiceCall
 from voiceapp.engine.frames import ResponseDone, TranscriptFailed, TranscriptFinal
-from voiceapp.engine.inference import AudioChunk, LocalInference, Stream
+from voiceapp.engine.inference import AudioChunk, LocalInference, Stream, TokenStream
 from voiceapp.engine.llm import LLMOptions, Message
 from voiceapp.engine.models import ModelSettings, default_voice, load_inference
 from voiceapp.engine.tts import VoiceSpec
@@ -82,11 +82,14 @@ class RecordingInference:
         )
         return result
 
-    def generate(self, messages: list[Message], options: LLMOptions) -> Stream[str]:
+    def generate(self, messages: list[Message], options: LLMOptions) -> TokenStream:
         return self.inner.generate(messages, options)
 
     def synthesize(self, text: str, voice: VoiceSpec) -> Stream[AudioChunk]:
         return self.inner.synthesize(text, voice)
+
+    async def end_of_turn(self, text: str, previous_reply: str) -> float:
+        return await self.inner.end_of_turn(text, previous_reply)
 
 
 def live_config(asr_model: str) -> CallConfig:

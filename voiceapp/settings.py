@@ -316,7 +316,10 @@ VOICE_PREVIEW_TEXT = env.str(
 )
 DEFAULT_VOICE = env.str("DEFAULT_VOICE", default="en_US-joe-medium")
 ASR_MODEL_PATH = env.str("ASR_MODEL_PATH", default="")
-ASR_COMPUTE_TYPE = env.str("ASR_COMPUTE_TYPE", default="int8")
+# GPUs (docs/GPU.md): ASR_DEVICE cpu, cuda or auto; ASR_COMPUTE_TYPE "default" is int8
+# on the CPU and float16 on a GPU; LLM_GPU_LAYERS -1 puts every layer on the GPU.
+ASR_DEVICE = env.str("ASR_DEVICE", default="cpu")
+ASR_COMPUTE_TYPE = env.str("ASR_COMPUTE_TYPE", default="default")
 ASR_THREADS = env.int("ASR_THREADS", default=2)
 LLM_MODEL_PATH = env.str("LLM_MODEL_PATH", default="")
 # Token generation on one core leaves the other to TTS of the first clause
@@ -324,6 +327,7 @@ LLM_MODEL_PATH = env.str("LLM_MODEL_PATH", default="")
 LLM_THREADS = env.int("LLM_THREADS", default=1)
 LLM_BATCH_THREADS = env.int("LLM_BATCH_THREADS", default=2)
 LLM_CONTEXT_TOKENS = env.int("LLM_CONTEXT_TOKENS", default=2048)
+LLM_GPU_LAYERS = env.int("LLM_GPU_LAYERS", default=0)
 LLM_HTTP_BASE_URL = env.str("LLM_HTTP_BASE_URL", default="")
 LLM_HTTP_API_KEY = env.str("LLM_HTTP_API_KEY", default="")
 TTS_THREADS = env.int("TTS_THREADS", default=1)

@@ -46,6 +46,7 @@ class ASR(Protocol):
 class WhisperSettings:
     model_path: str
     compute_type: str = "int8"
+    device: str = "cpu"  # or "cuda" (devices.asr_device resolves ASR_DEVICE)
     cpu_threads: int = 2
     num_workers: int = 1
     # Silence after the audio inside the encoder window: with less, tiny.en gets
@@ -184,7 +185,7 @@ class WhisperASR:
         self.settings = settings
         self._model = WhisperModel(
             str(Path(settings.model_path)),
-            device="cpu",
+            device=settings.device,
             compute_type=settings.compute_type,
             cpu_threads=settings.cpu_threads,
             num_workers=settings.num_workers,

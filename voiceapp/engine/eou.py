@@ -43,6 +43,7 @@ class EndOfTurnSettings:
     model_path: str
     context_tokens: int = 512
     threads: int = 1
+    gpu_layers: int = 0
 
 
 def chat_prompt(text: str, previous_reply: str = "") -> str:
@@ -68,6 +69,7 @@ class EndOfTurnScorer:
             n_threads=settings.threads,
             n_threads_batch=settings.threads,
             n_batch=settings.context_tokens,
+            n_gpu_layers=settings.gpu_layers,
             verbose=False,
         )
         ids = self._llama.tokenize(IM_END.encode(), add_bos=False, special=True)

@@ -111,6 +111,7 @@ class LlamaSettings:
     # A RAM cache of saved states lets calls that take turns on one worker
     # keep their prefixes, but saving a state costs seconds here: off by default.
     cache_bytes: int = 0
+    gpu_layers: int = 0  # layers offloaded to the GPU: 0 none, -1 all
 
 
 class _Context:
@@ -170,6 +171,7 @@ class LlamaLLM:
                 n_threads=settings.threads,
                 n_threads_batch=settings.batch_threads,
                 n_batch=settings.batch_size,
+                n_gpu_layers=settings.gpu_layers,
                 verbose=False,
             )
             if settings.cache_bytes:

@@ -15,6 +15,7 @@ from .asr import (
     WhisperSettings,
     asr_model_path,
 )
+from .devices import asr_compute_type, asr_device, llm_gpu_layers
 from .eou import EndOfTurnScorer, EndOfTurnSettings
 from .inference import LocalInference
 from .llm import LLM, HttpLLM, HttpLLMSettings, LlamaLLM, LlamaSettings, default_llm_model_path
@@ -30,13 +31,15 @@ class ModelSettings:
     asr_model_path: str = ""  # set: this CTranslate2 directory instead of `asr_model`
     asr_model: str = DEFAULT_ASR_MODEL  # a packaged model by name (asr.ASR_MODELS)
     asr_cache_dir: str = ""  # where a model that ships in parts is joined ("" = temp dir)
-    asr_compute_type: str = "int8"
+    asr_compute_type: str = "int8"  # "default": int8 on the CPU, float16 on a GPU
+    asr_device: str = "cpu"  # cpu, cuda or auto (devices.py)
     asr_threads: int = 2
     llm_model_path: str = ""
     llm_threads: int = 1
     llm_batch_threads: int = 2
     llm_context_tokens: int = 2048
     llm_contexts: int = 2
+    llm_gpu_layers: int = 0  # 0: the CPU; -1: every layer on the GPU (needs a GPU build)
     llm_http_base_url: str = ""  # set: use an OpenAI-compatible endpoint instead of llama.cpp
     llm_http_api_key: str = ""
     llm_http_model: str = ""
@@ -53,12 +56,18 @@ def load_inference(settings: ModelSettings, *, warm_up: bool = True) -> LocalInf
     """Load ASR, LLM and TTS in this process; returns them behind `LocalInference`."""
     started = time.monotonic()
     cache_dir = settings.asr_cache_dir or Path(tempfile.gettempdir()) / "voiceapp-models"
+    # the devices first: a GPU asked for and missing stops here, before any loading
+    device = asr_device(settings.asr_device)
+    compute_type = asr_compute_type(settings.asr_compute_type, device)
+    gpu_layers = llm_gpu_layers(settings.llm_gpu_layers)
+    log.info("ASR on %s (%s), LLM layers on the GPU: %s", device, compute_type, gpu_layers)
 
     def load_asr(name: str) -> WhisperASR:
         asr = WhisperASR(
             WhisperSettings(
                 model_path=asr_model_path(name, cache_dir),
-                compute_type=settings.asr_compute_type,
+                compute_type=compute_type,
+                device=device,
                 cpu_threads=settings.asr_threads,
                 pad_seconds=PAD_SECONDS[name],
             )
@@ -70,7 +79,8 @@ def load_inference(settings: ModelSettings, *, warm_up: bool = True) -> LocalInf
     asr = WhisperASR(
         WhisperSettings(
             model_path=settings.asr_model_path or asr_model_path(settings.asr_model, cache_dir),
-            compute_type=settings.asr_compute_type,
+            compute_type=compute_type,
+            device=device,
             cpu_threads=settings.asr_threads,
             pad_seconds=PAD_SECONDS.get(settings.asr_model, 2.0),
         )
@@ -91,13 +101,17 @@ def load_inference(settings: ModelSettings, *, warm_up: bool = True) -> LocalInf
             threads=settings.llm_threads,
             batch_threads=settings.llm_batch_threads,
             contexts=settings.llm_contexts,
+            gpu_layers=gpu_layers,
         )
     )
     tts = PiperTTS(threads=settings.tts_threads)
     eou = None
     if settings.eou_model:
         eou = EndOfTurnScorer(
-            EndOfTurnSettings(model_path=settings.llm_model_path or default_llm_model_path())
+            EndOfTurnSettings(
+                model_path=settings.llm_model_path or default_llm_model_path(),
+                gpu_layers=gpu_layers,
+            )
         )
     if warm_up:
         asr.warm_up()

@@ -44,11 +44,13 @@ def model_settings() -> ModelSettings:
     return ModelSettings(
         asr_model_path=settings.ASR_MODEL_PATH,
         asr_compute_type=settings.ASR_COMPUTE_TYPE,
+        asr_device=settings.ASR_DEVICE,
         asr_threads=settings.ASR_THREADS,
         llm_model_path=settings.LLM_MODEL_PATH,
         llm_threads=settings.LLM_THREADS,
         llm_batch_threads=settings.LLM_BATCH_THREADS,
         llm_context_tokens=settings.LLM_CONTEXT_TOKENS,
+        llm_gpu_layers=settings.LLM_GPU_LAYERS,
         llm_http_base_url=settings.LLM_HTTP_BASE_URL,
         llm_http_api_key=settings.LLM_HTTP_API_KEY,
         tts_threads=settings.TTS_THREADS,

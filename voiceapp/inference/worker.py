@@ -331,6 +331,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--llm-batch-threads", type=int, default=2)
     parser.add_argument("--tts-threads", type=int, default=1)
     parser.add_argument("--llm-http-base-url", default="")
+    parser.add_argument("--asr-device", default="cpu", help="cpu, cuda or auto")
+    parser.add_argument("--asr-compute-type", default="default")
+    parser.add_argument("--llm-gpu-layers", type=int, default=0, help="-1: all on the GPU")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     inference = load_inference(
@@ -340,6 +343,9 @@ def main(argv: list[str] | None = None) -> None:
             llm_batch_threads=args.llm_batch_threads,
             tts_threads=args.tts_threads,
             llm_http_base_url=args.llm_http_base_url,
+            asr_device=args.asr_device,
+            asr_compute_type=args.asr_compute_type,
+            llm_gpu_layers=args.llm_gpu_layers,
         )
     )
     layer = RedisChannelLayer(hosts=redis_hosts(args.redis_url), prefix=args.prefix, expiry=30)

@@ -24,11 +24,18 @@ from voiceapp.tenants.services import secret_key_authenticate, token_hash
 
 
 class AuthError(Exception):
-    def __init__(self, code: str, message: str, status: int = 401) -> None:
+    def __init__(
+        self, code: str, message: str, status: int = 401, *, retry_after: int | None = None
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.status = status
+        self.retry_after = retry_after  # seconds, for a Retry-After header
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after)} if self.retry_after else {}
 
     def as_error(self) -> dict[str, Any]:
         kind = "invalid_request_error" if self.status < 500 else "server_error"

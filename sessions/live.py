@@ -2,7 +2,8 @@
 needs to resume after a dropped connection. Redis in production, this
 process's memory in the embedded default.
 
-Every connected socket holds one slot of its org's cap, a resumed call too. A
+Every connected socket holds one slot of its org's cap, a resumed call too, and
+one slot of the inference pool's (`sessions/admission.py`). A
 call whose connection dropped leaves a "lost" marker naming its principal (the
 key or member behind it); resuming takes the marker away atomically, so a call
 is resumed at most once per drop, and never while it is still connected."""
@@ -48,6 +49,13 @@ class LiveStore(Protocol):
     async def heartbeat(self, *, org_id: int, call_id: str) -> None: ...
     async def release(self, *, org_id: int, call_id: str) -> None: ...
     async def active(self, *, org_id: int) -> int: ...
+    async def acquire_pool(self, *, call_id: str, cap: int) -> bool:
+        """The same for the whole inference pool's slots."""
+        ...
+
+    async def heartbeat_pool(self, *, call_id: str) -> None: ...
+    async def release_pool(self, *, call_id: str) -> None: ...
+    async def pool_active(self) -> int: ...
     async def save(self, call_id: str, state: dict[str, Any], ttl_s: int) -> None: ...
     async def load(self, call_id: str) -> dict[str, Any] | None: ...
     async def delete(self, call_id: str) -> None: ...
@@ -61,14 +69,20 @@ class LiveStore(Protocol):
 
 
 class RedisLiveStore:
-    def __init__(self, url: str, prefix: str = "voiceapp:live") -> None:
+    def __init__(self, url: str, prefix: str = "voiceapp:live", pool: str = "asgi") -> None:
+        """`pool`: the inference pool's name (the channel layer's prefix)."""
         import redis.asyncio as aioredis
 
         self._redis = aioredis.from_url(url, decode_responses=True)
         self._prefix = prefix
+        self._pool_name = pool
 
     def _org(self, org_id: int) -> str:
         return f"{self._prefix}:org:{org_id}"
+
+    @property
+    def _pool(self) -> str:
+        return f"{self._prefix}:pool:{self._pool_name}"
 
     def _call(self, call_id: str) -> str:
         return f"{self._prefix}:call:{call_id}"
@@ -76,19 +90,19 @@ class RedisLiveStore:
     def _lost(self, call_id: str) -> str:
         return f"{self._prefix}:lost:{call_id}"
 
-    async def acquire(self, *, org_id: int, call_id: str, cap: int) -> bool:
+    async def _acquire(self, key: str, call_id: str, cap: int) -> bool:
         now = time.time()
         result = await self._redis.eval(
-            _ACQUIRE,
-            1,
-            self._org(org_id),
-            now,
-            now + HEARTBEAT_TTL_S,
-            call_id,
-            cap,
-            HEARTBEAT_TTL_S * 4,
+            _ACQUIRE, 1, key, now, now + HEARTBEAT_TTL_S, call_id, cap, HEARTBEAT_TTL_S * 4
         )
         return bool(result)
+
+    async def _active(self, key: str) -> int:
+        await self._redis.zremrangebyscore(key, "-inf", time.time())
+        return int(await self._redis.zcard(key))
+
+    async def acquire(self, *, org_id: int, call_id: str, cap: int) -> bool:
+        return await self._acquire(self._org(org_id), call_id, cap)
 
     async def heartbeat(self, *, org_id: int, call_id: str) -> None:
         await self._redis.zadd(self._org(org_id), {call_id: time.time() + HEARTBEAT_TTL_S})
@@ -97,9 +111,19 @@ class RedisLiveStore:
         await self._redis.zrem(self._org(org_id), call_id)
 
     async def active(self, *, org_id: int) -> int:
-        key = self._org(org_id)
-        await self._redis.zremrangebyscore(key, "-inf", time.time())
-        return int(await self._redis.zcard(key))
+        return await self._active(self._org(org_id))
+
+    async def acquire_pool(self, *, call_id: str, cap: int) -> bool:
+        return await self._acquire(self._pool, call_id, cap)
+
+    async def heartbeat_pool(self, *, call_id: str) -> None:
+        await self._redis.zadd(self._pool, {call_id: time.time() + HEARTBEAT_TTL_S})
+
+    async def release_pool(self, *, call_id: str) -> None:
+        await self._redis.zrem(self._pool, call_id)
+
+    async def pool_active(self) -> int:
+        return await self._active(self._pool)
 
     async def save(self, call_id: str, state: dict[str, Any], ttl_s: int) -> None:
         await self._redis.set(self._call(call_id), json.dumps(state), ex=ttl_s)
@@ -124,26 +148,40 @@ class RedisLiveStore:
 class MemoryLiveStore:
     """The embedded default: one process holds every call."""
 
+    POOL = "pool"
+
     def __init__(self) -> None:
-        self._orgs: dict[int, dict[str, float]] = {}
+        self._orgs: dict[int | str, dict[str, float]] = {}
         self._state: dict[str, tuple[float, dict[str, Any]]] = {}
         self._lost: dict[str, tuple[float, str]] = {}
         self._lock = asyncio.Lock()
 
-    def _live(self, org_id: int) -> dict[str, float]:
+    def _live(self, org_id: int | str) -> dict[str, float]:
         calls = self._orgs.setdefault(org_id, {})
         now = time.time()
         for call_id in [c for c, exp in calls.items() if exp <= now]:
             del calls[call_id]
         return calls
 
-    async def acquire(self, *, org_id: int, call_id: str, cap: int) -> bool:
+    async def acquire(self, *, org_id: int | str, call_id: str, cap: int) -> bool:
         async with self._lock:
             calls = self._live(org_id)
             if call_id in calls or len(calls) >= cap:
                 return False
             calls[call_id] = time.time() + HEARTBEAT_TTL_S
             return True
+
+    async def acquire_pool(self, *, call_id: str, cap: int) -> bool:
+        return await self.acquire(org_id=self.POOL, call_id=call_id, cap=cap)
+
+    async def heartbeat_pool(self, *, call_id: str) -> None:
+        self._orgs.setdefault(self.POOL, {})[call_id] = time.time() + HEARTBEAT_TTL_S
+
+    async def release_pool(self, *, call_id: str) -> None:
+        self._orgs.get(self.POOL, {}).pop(call_id, None)
+
+    async def pool_active(self) -> int:
+        return len(self._live(self.POOL))
 
     async def heartbeat(self, *, org_id: int, call_id: str) -> None:
         self._orgs.setdefault(org_id, {})[call_id] = time.time() + HEARTBEAT_TTL_S
@@ -179,16 +217,17 @@ class MemoryLiveStore:
         return True
 
 
-_stores: dict[int, LiveStore] = {}
+_stores: dict[tuple[int, str], LiveStore] = {}
 _memory = MemoryLiveStore()
+memory_live_store = _memory  # the embedded default's, for sync readers
 
 
 def live_store() -> LiveStore:
     """The store for this event loop (Redis clients are bound to their loop)."""
     if not settings.REDIS_URL:
         return _memory
-    loop_id = id(asyncio.get_running_loop())
-    store = _stores.get(loop_id)
+    key = (id(asyncio.get_running_loop()), settings.CHANNELS_PREFIX)
+    store = _stores.get(key)
     if store is None:
-        store = _stores[loop_id] = RedisLiveStore(settings.REDIS_URL)
+        store = _stores[key] = RedisLiveStore(settings.REDIS_URL, pool=settings.CHANNELS_PREFIX)
     return store

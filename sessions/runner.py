@@ -22,7 +22,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from billing.services import call_limits, quota_available_s, quota_guard
-from sessions import services
+from sessions import admission, services
 from sessions.auth import AuthError, CallGrant, grant_revocation_sync
 from sessions.live import LiveStore, live_store
 from sessions.models import Call
@@ -34,6 +34,7 @@ from voiceapp.inference.runtime import (
     call_config_from_persona,
     get_inference,
     persona_endpoint_llm,
+    pool_registry,
     route_llm,
     vad_model,
 )
@@ -120,11 +121,13 @@ class DbRecorder:
 
     async def heartbeat(self) -> None:
         await live_store().heartbeat(org_id=self.org_id, call_id=self.call_id)
+        await live_store().heartbeat_pool(call_id=self.call_id)
         await db(services.call_touch)(call_id=self.call_id)
 
     async def ended(self, reason: str) -> None:
         store = live_store()
         await store.release(org_id=self.org_id, call_id=self.call_id)
+        await store.release_pool(call_id=self.call_id)
         await db(services.call_touch)(call_id=self.call_id)
         if reason != "lost":
             await store.delete(self.call_id)
@@ -210,6 +213,15 @@ async def start_realtime_session(
             f"Your organization already has {cap} calls in progress; try again later.",
             429,
         )
+    try:
+        await admission.admit(store, pool_registry(), call_id=call_id)
+    except BaseException:
+        await store.release(org_id=grant.org_id, call_id=call_id)
+        if resume:  # still resumable once the pool has room
+            await store.mark_lost(
+                call_id, principal=grant.principal, ttl_s=settings.CALL_RESUME_WINDOW_S
+            )
+        raise
     if resume:
         pending = _pending_ends.pop(call_id, None)
         if pending is not None:
@@ -259,6 +271,7 @@ async def start_realtime_session(
             session.greet()
     except BaseException:
         await store.release(org_id=grant.org_id, call_id=call_id)
+        await store.release_pool(call_id=call_id)
         with contextlib.suppress(Exception):
             await db(services.call_end)(call_id=call_id, reason="error")
         raise

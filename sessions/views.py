@@ -12,6 +12,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
 from billing.services import quota_guard
+from sessions import admission
 from sessions.auth import (
     AuthError,
     client_secret_create,
@@ -32,7 +33,9 @@ MAX_BODY_BYTES = 64 * 1024
 
 def error_response(exc: AuthError, **headers: str) -> JsonResponse:
     return JsonResponse(
-        {"error": {**exc.as_error(), "param": None}}, status=exc.status, headers=headers
+        {"error": {**exc.as_error(), "param": None}},
+        status=exc.status,
+        headers={**headers, **exc.headers},
     )
 
 
@@ -117,6 +120,7 @@ def client_secrets(request: HttpRequest) -> JsonResponse:
         if _rate_limited(f"secrets:{key.org_id}", settings.SESSION_START_RATE_LIMIT_PER_MIN):
             raise AuthError("rate_limit_exceeded", "Too many client secrets; slow down.", 429)
         quota_guard(org_id=key.org_id)
+        admission.check_sync()
         secret, value = client_secret_create(
             org=key.org, persona=persona, ttl_s=ttl, session_config=session, secret_key=key
         )
@@ -189,6 +193,7 @@ def widget_session(request: HttpRequest) -> HttpResponse:
             key=key, persona_slug=persona_slug, origin=request.headers.get("Origin", "")
         )
         quota_guard(org_id=persona.org_id)
+        admission.check_sync()
         secret, value = client_secret_create(
             org=persona.org,
             persona=persona,

@@ -578,10 +578,21 @@ CORS_HEADERS = {
     "Access-Control-Max-Age": "600",
 }
 
-ERROR_TYPES = {401: "authentication_error", 403: "permission_error", 429: "rate_limit_error"}
+ERROR_TYPES = {
+    401: "authentication_error",
+    403: "permission_error",
+    429: "rate_limit_error",
+    503: "server_error",
+}
 
 
-def error_response(status: int, code: str, message: str, type_: str | None = None) -> JsonResponse:
+def error_response(
+    status: int,
+    code: str,
+    message: str,
+    type_: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> JsonResponse:
     body = {
         "error": {
             "type": type_ or ERROR_TYPES.get(status, "invalid_request_error"),
@@ -589,7 +600,7 @@ def error_response(status: int, code: str, message: str, type_: str | None = Non
             "message": message,
         }
     }
-    return JsonResponse(body, status=status, headers=CORS_HEADERS)
+    return JsonResponse(body, status=status, headers={**CORS_HEADERS, **(headers or {})})
 
 
 def parse_offer(body: bytes) -> str:
@@ -686,7 +697,7 @@ async def calls_create(request: HttpRequest) -> HttpResponse:
             org_id = grant.org_id
         await sync_to_async(quota_guard)(org_id=org_id)  # before any media work
     except AuthError as exc:
-        return error_response(exc.status, exc.code, exc.message)
+        return error_response(exc.status, exc.code, exc.message, headers=exc.headers)
 
     call = WebRTCCall(connect_timeout_s=settings.WEBRTC_CONNECT_TIMEOUT_S)
     info = _client_info(request)
@@ -711,7 +722,7 @@ async def calls_create(request: HttpRequest) -> HttpResponse:
     except OfferError as exc:
         return error_response(400, "invalid_offer", str(exc))
     except AuthError as exc:
-        return error_response(exc.status, exc.code, exc.message)
+        return error_response(exc.status, exc.code, exc.message, headers=exc.headers)
     except Exception:
         log.exception("call %s: could not answer the offer", call.id)
         return error_response(

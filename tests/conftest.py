@@ -52,6 +52,13 @@ def _isolated_media(settings: object, tmp_path_factory: pytest.TempPathFactory) 
 
 
 @pytest.fixture(autouse=True)
+def _roomy_inference_pool(settings: object) -> None:
+    """The suite is not a capacity test: workers started in this process advertise room
+    for 50 calls (tests/sessions/test_admission.py sizes its own pools)."""
+    settings.INFERENCE_MAX_CALLS = 50  # type: ignore[attr-defined]
+
+
+@pytest.fixture(autouse=True)
 def _clean_cache() -> None:
     from django.core.cache import cache
 
@@ -199,6 +206,8 @@ def voice_server(
         "STATIC_MANIFEST": "0",
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
         "CALL_RESUME_WINDOW_S": "5",
+        # The suite is not a capacity test: admission tests size their own pools.
+        "INFERENCE_MAX_CALLS": "50",
         "WEBRTC_LOOPBACK_ONLY": "1",
         "PYTHONUNBUFFERED": "1",
     }

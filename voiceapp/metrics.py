@@ -25,6 +25,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
+from sessions.admission import pool_snapshot_sync, refusals
 from sessions.selectors import call_active_count, call_counts_by_end_reason, turn_v2v_histogram
 from voiceapp.inference.queues import queue_depths
 
@@ -72,6 +73,61 @@ class VoiceAppCollector(Collector):
             for kind, n in depths.items():
                 queue.add_metric([kind], n)
             yield queue
+        yield from pool_metrics()
+
+
+def pool_metrics() -> Iterator[Metric]:
+    """The inference pool as admission control sees it (sessions/admission.py)."""
+    state, adverts = pool_snapshot_sync()
+    yield GaugeMetricFamily(
+        "voiceapp_pool_workers", "Inference workers advertising capacity.", value=state.workers
+    )
+    yield GaugeMetricFamily(
+        "voiceapp_pool_capacity_calls",
+        "Calls the advertising workers are sized for (the scarcest kind's sum).",
+        value=state.capacity or 0,
+    )
+    yield GaugeMetricFamily(
+        "voiceapp_pool_active_calls", "Calls holding an inference pool slot.", value=state.active
+    )
+    yield CounterMetricFamily(
+        "voiceapp_admission_refused",
+        "Calls refused with server_busy (pool full or overloaded).",
+        value=refusals(),
+    )
+    busy = GaugeMetricFamily(
+        "voiceapp_worker_busy_slots", "Requests in progress.", labels=["worker", "kind"]
+    )
+    slots = GaugeMetricFamily("voiceapp_worker_slots", "Request slots.", labels=["worker", "kind"])
+    wait = GaugeMetricFamily(
+        "voiceapp_worker_queue_wait_p95_seconds",
+        "Queue wait before a worker took a request, p95 over its last 30 s.",
+        labels=["worker", "kind"],
+    )
+    rtf = GaugeMetricFamily(
+        "voiceapp_worker_real_time_factor",
+        "Seconds of work per second of audio over the last 30 s (ASR and TTS).",
+        labels=["worker", "kind"],
+    )
+    cpu = GaugeMetricFamily(
+        "voiceapp_worker_cpu_share", "Share of its cores the worker used.", labels=["worker"]
+    )
+    overloaded = GaugeMetricFamily(
+        "voiceapp_worker_overloaded", "1 when the worker takes no new calls.", labels=["worker"]
+    )
+    for advert in adverts:
+        worker = advert.worker.rsplit(".", 1)[-1][:12]
+        cpu.add_metric([worker], advert.cpu)
+        overloaded.add_metric([worker], float(advert.overloaded))
+        for kind in advert.kinds:
+            busy.add_metric([worker, kind], advert.busy.get(kind, 0))
+            slots.add_metric([worker, kind], advert.slots.get(kind, 0))
+            stats = advert.stats.get(kind, {})
+            if "wait_p95_ms" in stats:
+                wait.add_metric([worker, kind], stats["wait_p95_ms"] / 1000)
+            if "rtf" in stats:
+                rtf.add_metric([worker, kind], stats["rtf"])
+    yield from (busy, slots, wait, rtf, cpu, overloaded)
 
 
 REGISTRY = CollectorRegistry(auto_describe=False)

@@ -124,6 +124,9 @@ if env.str("TEST_DATABASE_NAME", default=""):
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env.str("REDIS_URL", default="")
+# The channel layer's key prefix; the inference pool (its workers' capacity adverts
+# and its call slots) is named after it, since its workers serve that layer.
+CHANNELS_PREFIX = env.str("CHANNELS_PREFIX", default="asgi")
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
@@ -134,7 +137,7 @@ if REDIS_URL:
                 "hosts": [{"address": REDIS_URL, "socket_timeout": 30}],
                 "capacity": 1000,
                 "expiry": 30,
-                "prefix": env.str("CHANNELS_PREFIX", default="asgi"),
+                "prefix": CHANNELS_PREFIX,
             },
         }
     }
@@ -339,6 +342,13 @@ INFERENCE_REQUEST_TIMEOUT_S = env.float("INFERENCE_REQUEST_TIMEOUT_S", default=1
 INFERENCE_ACCEPT_TIMEOUT_S = env.float("INFERENCE_ACCEPT_TIMEOUT_S", default=3.0)
 # A worker that sends nothing (not even a heartbeat) for this long is presumed dead.
 INFERENCE_LIVENESS_TIMEOUT_S = env.float("INFERENCE_LIVENESS_TIMEOUT_S", default=1.0)
+# Admission control (sessions/admission.py): each worker advertises the calls it is
+# sized for: INFERENCE_MAX_CALLS, or (0) its cores times INFERENCE_CALLS_PER_CORE.
+INFERENCE_MAX_CALLS = env.int("INFERENCE_MAX_CALLS", default=0)
+INFERENCE_CALLS_PER_CORE = env.float("INFERENCE_CALLS_PER_CORE", default=1.0)
+# A worker whose requests wait longer than this in the queue (p95) takes no new calls.
+INFERENCE_WAIT_BUDGET_MS = env.float("INFERENCE_WAIT_BUDGET_MS", default=250.0)
+ADMISSION_RETRY_AFTER_S = env.int("ADMISSION_RETRY_AFTER_S", default=5)
 
 LOGGING = {
     "version": 1,

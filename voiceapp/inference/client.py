@@ -170,6 +170,7 @@ class ChannelStream(Generic[T]):
             "request_id": self._request_id,
             "reply_channel": self._reply,
             "accept_by": self._accept_by,
+            "queued_at": time.time(),  # for the worker's queue-wait figures
             "payload": self._payload,
         }
 

@@ -21,7 +21,9 @@ from voiceapp.engine.tts import VoiceSpec
 from voiceapp.engine.turns import TurnSettings
 from voiceapp.engine.vad import SileroModel
 
+from .capacity import MemoryPoolRegistry, PoolRegistry, RedisPoolRegistry, default_max_calls
 from .client import ChannelsInference, ClientSettings
+from .protocol import KINDS
 from .worker import InferenceWorker
 
 if TYPE_CHECKING:
@@ -38,6 +40,39 @@ ENDPOINT_THREADS = 64
 _embedded: weakref.WeakKeyDictionary[
     asyncio.AbstractEventLoop, tuple[InferenceWorker, asyncio.Task[None]]
 ] = weakref.WeakKeyDictionary()
+
+
+memory_pool_registry = MemoryPoolRegistry()
+_pool_registries: dict[tuple[int, str], PoolRegistry] = {}
+
+
+def pool_registry() -> PoolRegistry:
+    """Where workers advertise capacity: Redis when the deployment has it, else this
+    process (the embedded worker). One Redis client per event loop."""
+    if not settings.REDIS_URL:
+        return memory_pool_registry
+    key = (id(asyncio.get_running_loop()), settings.CHANNELS_PREFIX)
+    registry = _pool_registries.get(key)
+    if registry is None:
+        registry = _pool_registries[key] = RedisPoolRegistry(
+            settings.REDIS_URL, settings.CHANNELS_PREFIX
+        )
+    return registry
+
+
+def new_worker(
+    layer: Any, models: LocalInference, kinds: tuple[str, ...] = KINDS
+) -> InferenceWorker:
+    """A worker of this deployment: it advertises its capacity for admission control."""
+    return InferenceWorker(
+        layer,
+        models,
+        kinds=kinds,
+        registry=pool_registry(),
+        max_calls=settings.INFERENCE_MAX_CALLS
+        or default_max_calls(settings.INFERENCE_CALLS_PER_CORE),
+        wait_budget_ms=settings.INFERENCE_WAIT_BUDGET_MS,
+    )
 
 
 def model_settings() -> ModelSettings:
@@ -115,7 +150,7 @@ async def get_inference(layer: Any | None = None) -> ChannelsInference:
         if loop not in _embedded:
             models = await asyncio.to_thread(local_models)
             if loop not in _embedded:  # another call may have started it while models loaded
-                worker = InferenceWorker(layer, models)
+                worker = new_worker(layer, models)
                 task = loop.create_task(worker.run())
                 _embedded[loop] = (worker, task)
                 await worker.ready.wait()

@@ -25,6 +25,16 @@ from voiceapp.engine.inference import LocalInference
 from voiceapp.engine.llm import LLMOptions, PromptUsage
 from voiceapp.engine.tts import VoiceSpec
 
+from .capacity import (
+    ADVERTISE_EVERY_S,
+    Advert,
+    CpuMeter,
+    PoolRegistry,
+    RedisPoolRegistry,
+    ServiceMeter,
+    cpu_cores,
+    is_overloaded,
+)
 from .protocol import CHANNELS, HEARTBEAT_S, KINDS, WORKER_CHANNEL_PREFIX, redis_hosts
 
 log = logging.getLogger(__name__)
@@ -44,7 +54,13 @@ class InferenceWorker:
         *,
         kinds: tuple[str, ...] = KINDS,
         slots: Mapping[str, int] | None = None,
+        registry: PoolRegistry | None = None,
+        max_calls: int = 0,
+        wait_budget_ms: float = 250.0,
     ) -> None:
+        """`registry`: where to advertise capacity (none: not advertised); `max_calls`:
+        the calls this worker is sized for; `wait_budget_ms`: the queue wait (p95) past
+        which it reports itself overloaded."""
         unknown = set(kinds) - set(KINDS)
         if unknown:
             raise ValueError(f"unknown inference kinds: {sorted(unknown)}")
@@ -60,6 +76,11 @@ class InferenceWorker:
         self._handlers: dict[str, asyncio.Task[None]] = {}
         self._seen: OrderedDict[str, None] = OrderedDict()  # request ids taken lately
         self._tasks: set[asyncio.Task[None]] = set()
+        self.registry = registry
+        self.max_calls = max_calls
+        self.wait_budget_ms = wait_budget_ms
+        self.meters = {kind: ServiceMeter() for kind in KINDS}
+        self._cpu = CpuMeter(cpu_cores())
 
     async def run(self) -> None:
         """Serve until cancelled; cancels requests in progress on the way out."""
@@ -68,6 +89,10 @@ class InferenceWorker:
         self.channel = f"{WORKER_CHANNEL_PREFIX}.{uuid.uuid4().hex}"
         loops = [asyncio.create_task(self._serve(kind)) for kind in self.kinds]
         loops.append(asyncio.create_task(self._control()))
+        if self.registry is not None:
+            # advertised before ready: a call admitted after that sees this worker
+            await self.registry.publish(self.advert())
+            loops.append(asyncio.create_task(self._advertise()))
         self.ready.set()
         log.info("inference worker %s serving %s", self.channel, ",".join(self.kinds))
         try:
@@ -81,6 +106,34 @@ class InferenceWorker:
             _, stuck = await asyncio.wait(tasks, timeout=STOP_TIMEOUT_S)
             if stuck:
                 log.debug("%d worker tasks still stopping", len(stuck))
+            if self.registry is not None:
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(self.registry.withdraw(self.channel), STOP_TIMEOUT_S)
+
+    def advert(self) -> Advert:
+        """This worker's capacity and load now."""
+        stats = {kind: self.meters[kind].summary() for kind in self.kinds}
+        return Advert(
+            worker=self.channel,
+            kinds=list(self.kinds),
+            slots={kind: self.slots[kind] for kind in self.kinds},
+            busy={kind: self._busy[kind] for kind in self.kinds},
+            max_calls=self.max_calls,
+            cores=self._cpu.cores,
+            cpu=self._cpu.read(),
+            overloaded=is_overloaded(stats, self.wait_budget_ms),
+            stats=stats,
+            at=time.time(),
+        )
+
+    async def _advertise(self) -> None:
+        assert self.registry is not None
+        while True:
+            await asyncio.sleep(ADVERTISE_EVERY_S)
+            try:
+                await self.registry.publish(self.advert())
+            except Exception as exc:  # Redis away for a moment: the next one may land
+                log.warning("could not advertise capacity: %s", exc)
 
     async def _serve(self, kind: str) -> None:
         while True:
@@ -181,14 +234,20 @@ class InferenceWorker:
             )
             payload = message.get("payload") or {}
             done: dict[str, Any] = {"type": "inference.done", "request_id": request_id}
+            started = time.monotonic()
+            waited = time.time() - float(message.get("queued_at", time.time()))
+            audio_s = 0.0
             if kind == "asr":
-                await self._asr(reply, request_id, payload)
+                audio_s = await self._asr(reply, request_id, payload)
             elif kind == "llm":
                 done["queue_ms"], done["usage"] = await self._llm(reply, request_id, payload)
             elif kind == "eou":
                 await self._eou(reply, request_id, payload)
             else:
-                await self._tts(reply, request_id, payload)
+                audio_s = await self._tts(reply, request_id, payload)
+            self.meters[kind].add(
+                wait_s=waited, service_s=time.monotonic() - started, audio_s=audio_s
+            )
             self.served[kind] += 1
             await send(reply, done)
         except asyncio.CancelledError:
@@ -210,7 +269,8 @@ class InferenceWorker:
             beat.cancel()
             self._handlers.pop(request_id, None)
 
-    async def _asr(self, reply: str, request_id: str, payload: dict[str, Any]) -> None:
+    async def _asr(self, reply: str, request_id: str, payload: dict[str, Any]) -> float:
+        """Transcribe; returns the seconds of audio read."""
         audio = pcm16_to_float(bytes(payload["audio"]))
         language = str(payload.get("language", "en"))
         model = str(payload.get("model") or DEFAULT_ASR_MODEL)
@@ -229,6 +289,7 @@ class InferenceWorker:
                 },
             },
         )
+        return len(audio) / 16000
 
     async def _eou(self, reply: str, request_id: str, payload: dict[str, Any]) -> None:
         probability = await self.inference.end_of_turn(
@@ -266,15 +327,18 @@ class InferenceWorker:
             await stream.aclose()
         return stream.queue_ms, _usage_wire(stream.usage)
 
-    async def _tts(self, reply: str, request_id: str, payload: dict[str, Any]) -> None:
+    async def _tts(self, reply: str, request_id: str, payload: dict[str, Any]) -> float:
+        """Stream the synthesized audio; returns its seconds."""
         voice = VoiceSpec(
             voice_id=str(payload.get("voice_id", "")),
             model_path=str(payload["model_path"]),
             speed=float(payload.get("speed", 1.0)),
         )
         stream = self.inference.synthesize(str(payload["text"]), voice)
+        seconds = 0.0
         try:
             async for chunk in stream:
+                seconds += len(chunk.samples) / chunk.sample_rate
                 await self._send(
                     reply,
                     {
@@ -286,6 +350,7 @@ class InferenceWorker:
                 )
         finally:
             await stream.aclose()
+        return seconds
 
 
 def _usage_wire(usage: PromptUsage) -> dict[str, int]:
@@ -334,6 +399,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--asr-device", default="cpu", help="cpu, cuda or auto")
     parser.add_argument("--asr-compute-type", default="default")
     parser.add_argument("--llm-gpu-layers", type=int, default=0, help="-1: all on the GPU")
+    parser.add_argument(
+        "--max-calls", type=int, default=0, help="calls it is sized for (0: do not advertise)"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")
     inference = load_inference(
@@ -349,8 +417,19 @@ def main(argv: list[str] | None = None) -> None:
         )
     )
     layer = RedisChannelLayer(hosts=redis_hosts(args.redis_url), prefix=args.prefix, expiry=30)
-    worker = InferenceWorker(layer, inference, kinds=tuple(args.kinds.split(",")))
-    asyncio.run(serve_forever(worker, announce=True))
+
+    async def serve() -> None:
+        registry = RedisPoolRegistry(args.redis_url, args.prefix) if args.max_calls else None
+        worker = InferenceWorker(
+            layer,
+            inference,
+            kinds=tuple(args.kinds.split(",")),
+            registry=registry,
+            max_calls=args.max_calls,
+        )
+        await serve_forever(worker, announce=True)
+
+    asyncio.run(serve())
 
 
 if __name__ == "__main__":

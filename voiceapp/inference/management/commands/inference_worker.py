@@ -9,8 +9,8 @@ from channels.layers import get_channel_layer
 from django.core.management.base import BaseCommand, CommandError
 
 from voiceapp.inference.protocol import KINDS
-from voiceapp.inference.runtime import local_models
-from voiceapp.inference.worker import InferenceWorker, serve_forever
+from voiceapp.inference.runtime import local_models, new_worker
+from voiceapp.inference.worker import serve_forever
 
 
 class Command(BaseCommand):
@@ -32,5 +32,9 @@ class Command(BaseCommand):
         if set(kinds) - set(KINDS):
             raise CommandError(f"--kinds must be a subset of {','.join(KINDS)}")
         models = local_models()
-        worker = InferenceWorker(layer, models, kinds=kinds)
-        asyncio.run(serve_forever(worker, announce=True))
+
+        async def serve() -> None:
+            # made inside the loop: its capacity adverts use this loop's Redis client
+            await serve_forever(new_worker(layer, models, kinds), announce=True)
+
+        asyncio.run(serve())

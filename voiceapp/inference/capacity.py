@@ -1,0 +1,200 @@
+"""What each inference worker can take, for admission control.
+
+Every worker measures its own requests over a sliding window: how long each waited
+in the shared queue before a slot took it, how long it took to serve, and for ASR
+and TTS the real-time factor (seconds of work per second of audio). It also counts
+the CPU its process used. Every `ADVERTISE_EVERY_S` it publishes an `Advert` with
+those figures, its slots and `max_calls`, the calls it is sized to hold at the
+latency target. The call layer (`sessions/admission.py`) reads the adverts and
+admits a call only while the pool has room.
+
+`max_calls` is `INFERENCE_MAX_CALLS` when set. Otherwise it is the worker's cores
+times `INFERENCE_CALLS_PER_CORE`, the knee that `./dev bench load` measures
+(docs/CAPACITY.md). A worker whose queue wait p95 passes its budget says it is
+`overloaded`, whatever its count, so admission stops before the latency falls
+apart.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from collections import deque
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+WINDOW_S = 30.0
+ADVERTISE_EVERY_S = 2.0
+ADVERT_TTL_S = 10.0  # an advert older than this is a worker that stopped
+MIN_SAMPLES = 5  # fewer requests in the window than this say nothing about the queue
+
+
+def cpu_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def default_max_calls(calls_per_core: float, cores: int | None = None) -> int:
+    return max(1, math.floor((cores or cpu_cores()) * calls_per_core))
+
+
+@dataclass
+class _Sample:
+    at: float
+    wait_s: float
+    service_s: float
+    audio_s: float
+
+
+class ServiceMeter:
+    """One kind's requests over the last `window_s` seconds."""
+
+    def __init__(self, window_s: float = WINDOW_S) -> None:
+        self.window_s = window_s
+        self._samples: deque[_Sample] = deque()
+
+    def add(self, *, wait_s: float, service_s: float, audio_s: float = 0.0) -> None:
+        self._samples.append(_Sample(time.monotonic(), max(0.0, wait_s), service_s, audio_s))
+        self._trim()
+
+    def _trim(self) -> None:
+        horizon = time.monotonic() - self.window_s
+        while self._samples and self._samples[0].at < horizon:
+            self._samples.popleft()
+
+    def summary(self) -> dict[str, float]:
+        self._trim()
+        samples = list(self._samples)
+        if not samples:
+            return {"requests": 0}
+        waits = sorted(s.wait_s for s in samples)
+        audio = sum(s.audio_s for s in samples)
+        out = {
+            "requests": len(samples),
+            "wait_p95_ms": round(waits[min(len(waits) - 1, int(0.95 * len(waits)))] * 1000, 1),
+            "service_mean_ms": round(sum(s.service_s for s in samples) / len(samples) * 1000, 1),
+        }
+        if audio > 0:
+            out["rtf"] = round(sum(s.service_s for s in samples if s.audio_s) / audio, 4)
+        return out
+
+
+class CpuMeter:
+    """This process's CPU use, as a share of its cores, between two readings."""
+
+    def __init__(self, cores: int) -> None:
+        self.cores = cores
+        self._wall = time.monotonic()
+        self._cpu = time.process_time()
+
+    def read(self) -> float:
+        wall, cpu = time.monotonic(), time.process_time()
+        elapsed = wall - self._wall
+        share = (cpu - self._cpu) / elapsed / self.cores if elapsed > 0 else 0.0
+        self._wall, self._cpu = wall, cpu
+        return round(share, 3)
+
+
+@dataclass
+class Advert:
+    """One worker's capacity, as published."""
+
+    worker: str
+    kinds: list[str]
+    slots: dict[str, int]
+    busy: dict[str, int]
+    max_calls: int
+    cores: int
+    cpu: float  # share of its cores used since the previous advert
+    overloaded: bool
+    stats: dict[str, dict[str, float]] = field(default_factory=dict)
+    at: float = 0.0  # wall clock (time.time) when published
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, raw: str | bytes) -> Advert:
+        data = json.loads(raw)
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
+
+    def fresh(self, now: float | None = None) -> bool:
+        return ((now or time.time()) - self.at) <= ADVERT_TTL_S
+
+
+def is_overloaded(stats: dict[str, dict[str, float]], wait_budget_ms: float) -> bool:
+    """A kind's requests waited longer than the budget (p95) in the window."""
+    return any(
+        s.get("requests", 0) >= MIN_SAMPLES and s.get("wait_p95_ms", 0.0) > wait_budget_ms
+        for s in stats.values()
+    )
+
+
+class PoolRegistry(Protocol):
+    async def publish(self, advert: Advert) -> None: ...
+    async def withdraw(self, worker: str) -> None: ...
+    async def adverts(self) -> list[Advert]:
+        """The fresh adverts, one per live worker."""
+        ...
+
+
+class MemoryPoolRegistry:
+    """The embedded default: the worker runs in the web process."""
+
+    def __init__(self) -> None:
+        self._adverts: dict[str, Advert] = {}
+
+    async def publish(self, advert: Advert) -> None:
+        self._adverts[advert.worker] = advert
+
+    async def withdraw(self, worker: str) -> None:
+        self._adverts.pop(worker, None)
+
+    async def adverts(self) -> list[Advert]:
+        now = time.time()
+        for worker in [w for w, a in self._adverts.items() if not a.fresh(now)]:
+            del self._adverts[worker]
+        return list(self._adverts.values())
+
+
+class RedisPoolRegistry:
+    """Adverts in one Redis hash per pool, worker channel -> JSON; stale ones are
+    dropped on read. `pool` names the pool: the channel layer's prefix."""
+
+    def __init__(self, url: str, pool: str = "asgi") -> None:
+        import redis.asyncio as aioredis
+
+        self._redis: Any = aioredis.from_url(url)
+        self.key = f"voiceapp:pool:{pool}:workers"
+
+    async def publish(self, advert: Advert) -> None:
+        await self._redis.hset(self.key, advert.worker, advert.to_json())
+
+    async def withdraw(self, worker: str) -> None:
+        await self._redis.hdel(self.key, worker)
+
+    async def adverts(self) -> list[Advert]:
+        now = time.time()
+        fresh: list[Advert] = []
+        stale: list[Any] = []
+        for worker, raw in (await self._redis.hgetall(self.key)).items():
+            try:
+                advert = Advert.from_json(raw)
+            except (ValueError, TypeError):
+                stale.append(worker)
+                continue
+            if advert.fresh(now):
+                fresh.append(advert)
+            else:
+                stale.append(worker)
+        if stale:
+            await self._redis.hdel(self.key, *stale)
+        return fresh
+
+    async def aclose(self) -> None:
+        await self._redis.aclose()

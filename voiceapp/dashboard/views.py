@@ -398,6 +398,12 @@ def secret_key_create_view(request: HttpRequest, membership: Membership) -> Http
     return _keys_page(request, membership, secret_form=form)
 
 
+def _key_check_s() -> str:
+    """How long a call in progress goes on after its key is revoked: it checks its key
+    this often (sessions/runner.py ``_end_when_revoked``)."""
+    return f"{settings.CALL_KEY_CHECK_S:g}"
+
+
 def _revoke_confirm_page(
     request: HttpRequest, key: SecretKey | PublishableKey, kind: str
 ) -> HttpResponse:
@@ -410,12 +416,6 @@ def _revoke_confirm_page(
         "dashboard/key_confirm_revoke.html",
         {"section": "keys", "key": key, "kind": kind, "check_s": _key_check_s()},
     )
-
-
-def _key_check_s() -> str:
-    """How long a call in progress goes on after its key is revoked: it checks its key
-    this often (sessions/runner.py ``_end_when_revoked``)."""
-    return f"{settings.CALL_KEY_CHECK_S:g}"
 
 
 @org_required(manage=True)

@@ -70,3 +70,6 @@ def test_sign_up_password_errors_are_under_the_password_field(client: Client) ->
     repeat_label = html.index('for="id_password2"')
     error = html.index("You must type the same password each time.")
     assert email_label < password_label < repeat_label < error
+    # and the input names the error for screen readers
+    assert re.search(r'aria-describedby="[^"]*id_password2_error[^"]*" id="id_password2"', html)
+    assert 'id="id_password2_error"' in html

@@ -43,3 +43,25 @@ def test_a_long_organization_name_does_not_widen_the_page(
         # then nothing reaches past the window's right edge
         overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
         assert overflow <= 0, f"{path} is {overflow}px wider than the window at {width}px"
+
+
+def test_sign_up_errors_look_like_errors(live_server: Any, page: Any) -> None:
+    # given the sign-up page
+    page.goto(live_server.url + "/accounts/signup/")
+
+    # when the password is too short
+    page.fill("#id_email", "ann@sunny.test")
+    page.fill("#id_password1", "short")
+    page.fill("#id_password2", "short")
+    page.click("button[type=submit]")
+
+    # then its error is shown in the error colour under the password, not as help text
+    error = page.locator("#id_password1_error")
+    assert "too short" in error.inner_text()
+    color = error.evaluate("e => getComputedStyle(e).color")
+    assert color == "rgb(180, 35, 24)"  # --danger
+    below = page.evaluate(
+        "document.querySelector('#id_password1_error').getBoundingClientRect().top"
+        " - document.querySelector('#id_password1').getBoundingClientRect().bottom"
+    )
+    assert below > 0

@@ -14,7 +14,8 @@ KEEP = ("PATH", "HOME", "LANG", "PYTHONPATH", "VIRTUAL_ENV", "TMPDIR")
 
 
 def manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if k in KEEP}
+    # ENV_FILE empty: not the checkout's .env (./dev run writes one with a SECRET_KEY).
+    base = {k: v for k, v in os.environ.items() if k in KEEP} | {"ENV_FILE": ""}
     return subprocess.run(
         [sys.executable, "manage.py", *args],
         cwd=ROOT,
@@ -97,3 +98,22 @@ def test_every_setting_read_from_the_environment_is_in_env_example() -> None:
 
     assert read, "the settings read no variables?"
     assert read - listed == set()
+
+
+def test_the_settings_file_fills_in_what_the_environment_leaves_unset(tmp_path: Path) -> None:
+    # given a settings file like the one ./dev run writes, and SITE_NAME in the environment
+    env_file = tmp_path / "local.env"
+    env_file.write_text("SECRET_KEY=from-the-file-" + "s" * 40 + "\nSITE_NAME=From the file\n")
+    env = {"ENV_FILE": str(env_file), "DATA_DIR": str(tmp_path), "SITE_NAME": "From the env"}
+
+    # when the settings are read with DEBUG off
+    result = manage(
+        "shell",
+        "-c",
+        "from django.conf import settings as s; print(s.SECRET_KEY[:13], '|', s.SITE_NAME)",
+        env=env,
+    )
+
+    # then the file gave the SECRET_KEY, and the environment won over the file
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "from-the-file | From the env"

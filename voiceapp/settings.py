@@ -18,8 +18,10 @@ from django.core.exceptions import ImproperlyConfigured
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
-env_file = BASE_DIR / ".env"
-if env_file.exists():
+# Local settings (./dev run writes one with a SECRET_KEY kept across restarts); real
+# environment variables win over it. ENV_FILE names another file, or none when empty.
+env_file = env.str("ENV_FILE", default=str(BASE_DIR / ".env"))
+if env_file and Path(env_file).is_file():
     environ.Env.read_env(env_file)
 
 DEBUG = env.bool("DEBUG", default=False)
@@ -38,6 +40,9 @@ FIELD_ENCRYPTION_OLD_KEYS = env.list("FIELD_ENCRYPTION_OLD_KEYS", default=[])
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 SITE_URL = env.str("SITE_URL", default="http://127.0.0.1:8000").rstrip("/")
+# The name emails are signed with ("[Voice Agents] Please confirm..."); with SITE_URL's
+# host it is written into the sites framework's Site at every migrate.
+SITE_NAME = env.str("SITE_NAME", default="Voice Agents")
 
 INSTALLED_APPS = [
     "daphne",

@@ -4,6 +4,7 @@ from typing import Any
 
 from allauth.account.forms import SignupForm as AllauthSignupForm
 from django import forms
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest
 
@@ -23,8 +24,9 @@ class OriginsField(forms.CharField):
         return "\n".join(value) if isinstance(value, list) else value
 
     def to_python(self, value: Any) -> list[str]:
+        # One entry per line or comma: "not a url" is one bad entry, not three.
         text = super().to_python(value) or ""
-        return [part for part in text.replace(",", "\n").split() if part]
+        return [part.strip() for part in text.replace(",", "\n").splitlines() if part.strip()]
 
     def validate(self, value: Any) -> None:
         if self.required and not value:
@@ -115,7 +117,12 @@ class PersonaForm(forms.ModelForm):
 
     def __init__(self, *args: Any, org: Organization, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["voice"].queryset = Voice.objects.filter(is_available=True)
+        voices = Voice.objects.filter(is_available=True)
+        self.fields["voice"].queryset = voices
+        if self.instance.voice_id is None and "voice" not in self.initial:
+            # A new persona starts on the deployment's default voice, not on "---------".
+            default = voices.filter(voice_id=settings.DEFAULT_VOICE).first() or voices.first()
+            self.initial["voice"] = default.pk if default else None
         self.fields["slug"].required = False
         endpoints = LLMEndpoint.objects.filter(org=org)
         default = endpoints.filter(is_default=True).first()
@@ -156,12 +163,21 @@ class PersonaFactForm(forms.ModelForm):
 class SecretKeyForm(forms.Form):
     name = forms.CharField(max_length=80, label="Key name", help_text="Where it will be used.")
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # Both key forms are on one page: ids of their own keep each label on its field.
+        kwargs.setdefault("auto_id", "id_secret_%s")
+        super().__init__(*args, **kwargs)
+
 
 class PublishableKeyForm(forms.Form):
     name = forms.CharField(max_length=80, label="Key name", help_text="The site it is for.")
     allowed_origins = OriginsField(
         label="Allowed origins", help_text="The widget only works on these sites. One per line."
     )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("auto_id", "id_publishable_%s")
+        super().__init__(*args, **kwargs)
 
 
 class InvitationForm(forms.Form):

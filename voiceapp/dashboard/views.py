@@ -19,6 +19,7 @@ from django.db.models import Count
 from django.forms import Form
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.templatetags.static import static
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
@@ -61,7 +62,7 @@ from voiceapp.personas.services import (
 from voiceapp.tenants import selectors as tenant_selectors
 from voiceapp.tenants import services as tenant_services
 from voiceapp.tenants.middleware import SESSION_ORG_KEY, current_membership
-from voiceapp.tenants.models import Membership, Role
+from voiceapp.tenants.models import Membership, PublishableKey, Role, SecretKey
 from voiceapp.tenants.onboarding import organization_onboard
 
 View = Callable[..., HttpResponse]
@@ -97,6 +98,11 @@ def org_required(manage: bool = False) -> Callable[[View], View]:
 
 def landing(request: HttpRequest) -> HttpResponse:
     return render(request, "landing.html")
+
+
+def favicon(request: HttpRequest) -> HttpResponse:
+    """Browsers ask for /favicon.ico whatever the page links: send them to the SVG."""
+    return redirect(static("favicon.svg"))  # not permanent: the hashed name changes
 
 
 @login_required
@@ -392,12 +398,38 @@ def secret_key_create_view(request: HttpRequest, membership: Membership) -> Http
     return _keys_page(request, membership, secret_form=form)
 
 
+def _key_check_s() -> str:
+    """How long a call in progress goes on after its key is revoked: it checks its key
+    this often (sessions/runner.py ``_end_when_revoked``)."""
+    return f"{settings.CALL_KEY_CHECK_S:g}"
+
+
+def _revoke_confirm_page(
+    request: HttpRequest, key: SecretKey | PublishableKey, kind: str
+) -> HttpResponse:
+    """GET: what revoking does, with the button that POSTs it."""
+    if not key.is_active:
+        messages.info(request, f"“{key.name}” is already revoked.")
+        return redirect("dashboard:keys")
+    return render(
+        request,
+        "dashboard/key_confirm_revoke.html",
+        {"section": "keys", "key": key, "kind": kind, "check_s": _key_check_s()},
+    )
+
+
 @org_required(manage=True)
-@require_POST
+@require_http_methods(["GET", "POST"])
 def secret_key_revoke_view(request: HttpRequest, membership: Membership, pk: int) -> HttpResponse:
     key = tenant_selectors.secret_key_get(org=membership.org, pk=pk)
+    if request.method == "GET":
+        return _revoke_confirm_page(request, key, "secret")
     tenant_services.secret_key_revoke(key=key)
-    messages.success(request, f"Revoked “{key.name}”. Calls using it are now refused.")
+    messages.success(
+        request,
+        f"Revoked “{key.name}”. New requests and calls with it are refused; "
+        f"calls in progress end within about {_key_check_s()} seconds.",
+    )
     return redirect("dashboard:keys")
 
 
@@ -417,13 +449,19 @@ def publishable_key_create_view(request: HttpRequest, membership: Membership) ->
 
 
 @org_required(manage=True)
-@require_POST
+@require_http_methods(["GET", "POST"])
 def publishable_key_revoke_view(
     request: HttpRequest, membership: Membership, pk: int
 ) -> HttpResponse:
     key = tenant_selectors.publishable_key_get(org=membership.org, pk=pk)
+    if request.method == "GET":
+        return _revoke_confirm_page(request, key, "publishable")
     tenant_services.publishable_key_revoke(key=key)
-    messages.success(request, f"Revoked “{key.name}”. The widget stops working where it used it.")
+    messages.success(
+        request,
+        f"Revoked “{key.name}”. The widget stops working where it used it; "
+        f"calls in progress end within about {_key_check_s()} seconds.",
+    )
     return redirect("dashboard:keys")
 
 

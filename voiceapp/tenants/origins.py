@@ -15,6 +15,8 @@ def origin_normalize(value: str) -> str:
     """``https://Example.com:443/`` -> ``https://example.com``; raises
     ``ValidationError`` on anything that is not a bare http(s) origin."""
     value = value.strip()
+    if any(char.isspace() for char in value):  # "not a url", or two origins on one line
+        raise ValidationError(f"“{value}” is not an origin like https://example.com.")
     try:
         parts = urlsplit(value)
     except ValueError as exc:  # "http://[": not even a URL

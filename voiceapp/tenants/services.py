@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -418,3 +419,18 @@ def llm_endpoint_check(*, endpoint: LLMEndpoint) -> EndpointCheck:
     return EndpointCheck(
         ok=True, first_token_ms=first_token_ms, total_ms=total_ms, reply="".join(deltas)
     )
+
+
+def site_update_from_settings(*, using: str = "default") -> None:
+    """Make the sites framework's Site (SITE_ID) carry SITE_NAME and SITE_URL's host:
+    allauth signs its emails with them ("[Voice Agents] Please confirm ...")."""
+    from django.contrib.sites.models import Site
+    from django.db import router
+
+    if not router.allow_migrate_model(using, Site):
+        return
+    domain = urlsplit(settings.SITE_URL).netloc or "localhost"
+    Site.objects.using(using).update_or_create(
+        pk=settings.SITE_ID, defaults={"domain": domain, "name": settings.SITE_NAME}
+    )
+    Site.objects.clear_cache()

@@ -46,15 +46,15 @@ def call_source(grant: CallGrant) -> tuple[str, str]:
     """Where a call comes from, and the name of the key that placed it: the
     credential behind the grant decides (a client secret carries its minter's)."""
     if grant.user_id is not None:
-        return Call.Source.TEST, ""
+        return str(Call.Source.TEST), ""
     if grant.publishable_key_id is not None:
         name = PublishableKey.objects.filter(pk=grant.publishable_key_id).values_list(
             "name", flat=True
         )
-        return Call.Source.WIDGET, name.first() or ""
+        return str(Call.Source.WIDGET), name.first() or ""
     if grant.secret_key_id is not None:
         name = SecretKey.objects.filter(pk=grant.secret_key_id).values_list("name", flat=True)
-        return Call.Source.API, name.first() or ""
+        return str(Call.Source.API), name.first() or ""
     return "", ""
 
 

@@ -170,9 +170,7 @@ def _cors(request: HttpRequest) -> dict[str, str]:
     }
 
 
-def _widget_admission(
-    request: HttpRequest, *, bucket: str
-) -> tuple[PublishableKey, Persona, str]:
+def _widget_admission(request: HttpRequest, *, bucket: str) -> tuple[PublishableKey, Persona, str]:
     """The checks every widget request passes: the body names a publishable key and
     a persona, the caller is within its rate, the page's Origin is allowed for that
     key and persona, and the organization has minutes left. Raises AuthError."""

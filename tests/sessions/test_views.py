@@ -11,6 +11,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from billing.services import subscription_set_remaining
 from sessions.auth import AuthError, grant_from_client_secret_sync
 from sessions.ice import ice_servers, turn_credentials
 from sessions.models import ClientSecret
@@ -326,3 +327,17 @@ def test_widget_check_refuses_as_a_session_start_would(
     assert check.json()["error"] == start.json()["error"]
     assert check.json()["error"]["code"] == code
     assert not ClientSecret.objects.exists()
+
+
+def test_widget_check_refuses_when_the_included_time_is_used_up(tenant_a: Tenant) -> None:
+    # given an organization with no call time left
+    pk = publishable_key_create(
+        org=tenant_a.org, name="site", allowed_origins=["https://shop.test"]
+    )
+    subscription_set_remaining(org_id=tenant_a.org.pk, seconds=0)
+
+    # when the widget checks, then it learns so before any microphone is asked for
+    response = widget_check("https://shop.test", pk.key)
+
+    assert response.status_code == 402
+    assert response.json()["error"]["code"] == "insufficient_quota"

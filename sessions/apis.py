@@ -130,6 +130,18 @@ class CallSerializer(serializers.ModelSerializer):
     end_reason = serializers.ChoiceField(
         choices=[("", "Still live"), *Call.EndReason.choices], read_only=True
     )
+    source = serializers.ChoiceField(
+        choices=[("", "Unknown"), *Call.Source.choices],
+        read_only=True,
+        help_text="widget (publishable key), api (secret key) or test (a member on the "
+        "dashboard); empty for calls recorded before it was kept.",
+    )
+    origin = serializers.CharField(
+        read_only=True, help_text="The page origin a widget call was allowed for."
+    )
+    key_name = serializers.CharField(
+        read_only=True, help_text="The name of the key that placed the call, as it was then."
+    )
 
     class Meta:
         model = Call
@@ -138,6 +150,9 @@ class CallSerializer(serializers.ModelSerializer):
             "persona",
             "persona_name",
             "transport",
+            "source",
+            "origin",
+            "key_name",
             "started_at",
             "ended_at",
             "duration_s",

@@ -61,12 +61,25 @@ class Call(models.Model):
         REVOKED = "revoked", "Key revoked"
         QUOTA_EXHAUSTED = "quota_exhausted", "Included minutes used up"
 
+    class Source(models.TextChoices):
+        """Who placed the call, from the credential that started it."""
+
+        WIDGET = "widget", "Widget"
+        API = "api", "API"
+        TEST = "test", "Dashboard test"
+
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="calls")
     persona = models.ForeignKey(Persona, on_delete=models.SET_NULL, null=True, related_name="calls")
     persona_name = models.CharField(max_length=80)
     transport = models.CharField(max_length=10, choices=Transport.choices)
     client_info = models.JSONField(default=dict, blank=True)
+    # Set once at the start from the call's grant: a widget call's publishable key and
+    # the page origin it was checked against, an API call's secret key, or a member's
+    # test call from the dashboard. Blank on calls recorded before these existed.
+    source = models.CharField(max_length=10, choices=Source.choices, blank=True)
+    origin = models.CharField(max_length=200, blank=True)
+    key_name = models.CharField(max_length=100, blank=True)
     started_at = models.DateTimeField(default=timezone.now)
     last_seen_at = models.DateTimeField(default=timezone.now)
     ended_at = models.DateTimeField(null=True, blank=True)

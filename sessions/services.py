@@ -16,6 +16,7 @@ from sessions.auth import CallGrant
 from sessions.models import Call, CallItem, CallTurn
 from voiceapp.engine.tracing import SPAN_NAMES
 from voiceapp.personas.models import Persona
+from voiceapp.tenants.models import PublishableKey, SecretKey
 from webhooks.services import call_event_on_commit
 
 STORED_SPANS = [name for name in SPAN_NAMES if name != "send_ms"]
@@ -25,6 +26,7 @@ def call_start(
     *, call_id: str, grant: CallGrant, transport: str, client_info: dict[str, str]
 ) -> Call:
     persona = Persona.objects.get(pk=grant.persona_id, org_id=grant.org_id)
+    source, key_name = call_source(grant)
     call = Call.objects.create(
         id=call_id,
         org_id=grant.org_id,
@@ -32,9 +34,28 @@ def call_start(
         persona_name=persona.name,
         transport=transport,
         client_info=client_info,
+        source=source,
+        origin=grant.origin[:200],
+        key_name=key_name[:100],
     )
     call_event_on_commit(call_id=call_id, org_id=grant.org_id, event_type="call.started")
     return call
+
+
+def call_source(grant: CallGrant) -> tuple[str, str]:
+    """Where a call comes from, and the name of the key that placed it: the
+    credential behind the grant decides (a client secret carries its minter's)."""
+    if grant.user_id is not None:
+        return str(Call.Source.TEST), ""
+    if grant.publishable_key_id is not None:
+        name = PublishableKey.objects.filter(pk=grant.publishable_key_id).values_list(
+            "name", flat=True
+        )
+        return str(Call.Source.WIDGET), name.first() or ""
+    if grant.secret_key_id is not None:
+        name = SecretKey.objects.filter(pk=grant.secret_key_id).values_list("name", flat=True)
+        return str(Call.Source.API), name.first() or ""
+    return "", ""
 
 
 def call_touch(*, call_id: str) -> None:

@@ -5,6 +5,7 @@ from sessions import views
 urlpatterns = [
     path("realtime/client_secrets", views.client_secrets, name="realtime_client_secrets"),
     path("widget/sessions", views.widget_session, name="widget_session"),
+    path("widget/check", views.widget_check, name="widget_check"),
 ]
 
 try:  # the WebRTC endpoint lives beside the other transports

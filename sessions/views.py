@@ -27,6 +27,7 @@ from sessions.realtime.settings import SessionSettings, parse_session_update
 from voiceapp import safejson
 from voiceapp.inference.runtime import call_config_from_persona
 from voiceapp.personas.models import Persona, Voice
+from voiceapp.tenants.models import PublishableKey
 
 MAX_BODY_BYTES = 64 * 1024
 
@@ -173,6 +174,43 @@ def _cors(request: HttpRequest) -> dict[str, str]:
     }
 
 
+def _widget_admission(request: HttpRequest, *, bucket: str) -> tuple[PublishableKey, Persona, str]:
+    """The checks every widget request passes: the body names a publishable key and
+    a persona, the caller is within its rate, the page's Origin is allowed for that
+    key and persona, and the organization has minutes left. Raises AuthError."""
+    body = _json_body(request)
+    key, persona_slug = body.get("key"), body.get("persona")
+    if not isinstance(key, str) or not isinstance(persona_slug, str):
+        raise AuthError("invalid_value", 'Send {"key": "pk_...", "persona": "<slug>"}.', 400)
+    ip = request.META.get("REMOTE_ADDR", "")  # the client's, per TRUSTED_PROXY_HOPS
+    if _rate_limited(f"{bucket}:{key[:40]}:{ip}", settings.SESSION_START_RATE_LIMIT_PER_MIN):
+        raise AuthError("rate_limit_exceeded", "Too many calls started; wait a minute.", 429)
+    publishable_key, persona, origin = widget_grant_sync(
+        key=key, persona_slug=persona_slug, origin=request.headers.get("Origin", "")
+    )
+    quota_guard(org_id=persona.org_id)
+    admission.check_sync()
+    return publishable_key, persona, origin
+
+
+@csrf_exempt
+@require_http_methods(["POST", "OPTIONS"])
+def widget_check(request: HttpRequest) -> HttpResponse:
+    """``POST /v1/widget/check`` from the widget before it asks for the microphone:
+    would a session start here? The same checks as a session start, and nothing is
+    minted, so a refused visitor is never asked for their microphone."""
+    headers = _cors(request)
+    if request.method == "OPTIONS":
+        return HttpResponse(status=204, headers=headers)
+    try:
+        _, persona, _ = _widget_admission(request, bucket="widget-check")
+    except AuthError as exc:
+        return error_response(exc, **headers)
+    return JsonResponse(
+        {"ok": True, "persona": {"slug": persona.slug, "name": persona.name}}, headers=headers
+    )
+
+
 @csrf_exempt
 @require_http_methods(["POST", "OPTIONS"])
 def widget_session(request: HttpRequest) -> HttpResponse:
@@ -182,18 +220,7 @@ def widget_session(request: HttpRequest) -> HttpResponse:
     if request.method == "OPTIONS":
         return HttpResponse(status=204, headers=headers)
     try:
-        body = _json_body(request)
-        key, persona_slug = body.get("key"), body.get("persona")
-        if not isinstance(key, str) or not isinstance(persona_slug, str):
-            raise AuthError("invalid_value", 'Send {"key": "pk_...", "persona": "<slug>"}.', 400)
-        ip = request.META.get("REMOTE_ADDR", "")  # the client's, per TRUSTED_PROXY_HOPS
-        if _rate_limited(f"widget:{key[:40]}:{ip}", settings.SESSION_START_RATE_LIMIT_PER_MIN):
-            raise AuthError("rate_limit_exceeded", "Too many calls started; wait a minute.", 429)
-        publishable_key, persona, origin = widget_grant_sync(
-            key=key, persona_slug=persona_slug, origin=request.headers.get("Origin", "")
-        )
-        quota_guard(org_id=persona.org_id)
-        admission.check_sync()
+        publishable_key, persona, origin = _widget_admission(request, bucket="widget")
         secret, value = client_secret_create(
             org=persona.org,
             persona=persona,

@@ -151,6 +151,8 @@ TARGETS: dict[str, Callable[[OrgB], object]] = {
     "widget_test_session": lambda b: b.persona.pk,
     "persona_edit": lambda b: b.persona.pk,
     "persona_delete": lambda b: b.persona.pk,
+    "persona_voice_preview": lambda b: b.persona.pk,
+    "persona_voice_preview_audio": lambda b: b.persona.pk,
     "persona_fact_create": lambda b: b.persona.pk,
     "persona_fact_edit": lambda b: (b.persona.pk, b.fact.pk),
     "persona_fact_delete": lambda b: (b.persona.pk, b.fact.pk),

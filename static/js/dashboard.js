@@ -1,4 +1,4 @@
-// Dashboard behaviour: voice previews, copy buttons, org switcher. No dependencies.
+// Dashboard behaviour: voice previews, test calls, copy buttons, org switcher. No dependencies.
 (function () {
   "use strict";
 
@@ -65,6 +65,36 @@
     }
   }
 
+  // "Talk to this persona": the same widget visitors get, loaded for that persona
+  // with the member's login standing in for a publishable key (data-session-url).
+  // One test widget at a time: another persona's is hung up and removed first.
+  function testCall(button) {
+    var slug = button.dataset.persona;
+    var widgets = window.voiceAgentWidgets || [];
+    for (var i = widgets.length - 1; i >= 0; i--) {
+      var w = widgets[i];
+      if (!w.host.hasAttribute("data-test-call")) continue;
+      if (w.host.getAttribute("data-voice-agent") === slug) { if (!w.call) w.start(); return; }
+      if (w.call) w.hangUp();
+      w.host.remove();
+      widgets.splice(i, 1);
+    }
+    var script = document.createElement("script");
+    script.src = "/static/widget/v1.js";
+    script.setAttribute("data-key", "dashboard");
+    script.setAttribute("data-persona", slug);
+    script.setAttribute("data-session-url", button.dataset.testCall);
+    script.setAttribute("data-label", "Test call");
+    script.onload = function () {
+      var list = window.voiceAgentWidgets || [];
+      var widget = list[list.length - 1];
+      if (!widget) return;
+      widget.host.setAttribute("data-test-call", "");
+      widget.start();
+    };
+    document.body.appendChild(script);
+  }
+
   document.addEventListener("submit", function (event) {
     if (event.target.matches("[data-llm-test]")) { event.preventDefault(); testEndpoint(event.target); }
   });
@@ -72,6 +102,8 @@
   document.addEventListener("click", function (event) {
     var button = event.target.closest("[data-preview-url]");
     if (button) { event.preventDefault(); preview(button); return; }
+    var talk = event.target.closest("[data-test-call]");
+    if (talk) { event.preventDefault(); testCall(talk); return; }
     var copy = event.target.closest("[data-copy-target]");
     if (copy) {
       var el = document.getElementById(copy.dataset.copyTarget);

@@ -2,8 +2,10 @@
  *
  *   <script src="https://HOST/static/widget/v1.js" data-key="pk_..." data-persona="SLUG" async></script>
  *
- * A floating call button in a Shadow DOM. On click: microphone permission,
- * POST HOST/v1/widget/sessions for a short-lived client secret, then a WebRTC
+ * A floating call button in a Shadow DOM. On click: POST HOST/v1/widget/check
+ * (is this key allowed on this page, for this persona? nothing is minted), and
+ * only then microphone permission, POST HOST/v1/widget/sessions for a
+ * short-lived client secret, then a WebRTC
  * call to HOST/v1/realtime/calls (events on the "oai-events" data channel).
  * Where WebRTC is missing or does not connect it falls back to the WebSocket
  * endpoint with AudioWorklet capture and an adaptive jitter-buffered player
@@ -53,6 +55,21 @@
     concurrency_limit: "All lines are busy right now. Please try again in a minute.",
     rate_limit_exceeded: "Too many calls were started. Please wait a minute.",
     error: "Something went wrong on our side. Please call again.",
+  };
+
+  // Refusals of the key, the page's origin or the persona: the visitor gets one
+  // plain sentence; the site owner's reason goes to the console.
+  var NOT_HERE = "This assistant is not available on this site.";
+  var REFUSALS = {
+    origin_required: NOT_HERE,
+    origin_not_allowed: NOT_HERE,
+    invalid_publishable_key: NOT_HERE,
+    publishable_key_revoked: NOT_HERE,
+    model_not_found: NOT_HERE,
+    model_not_active: NOT_HERE,
+    missing_model: NOT_HERE,
+    invalid_value: NOT_HERE,
+    insufficient_quota: "This assistant is not available right now. Please try again later.",
   };
 
   function reasonText(reason) {
@@ -142,6 +159,20 @@
   function CallError(message, code) {
     var e = new Error(message);
     e.code = code || "error";
+    return e;
+  }
+
+  // A refusal from the server as the visitor should read it; the server's own
+  // message (meant for the site owner) is logged and kept as error.reason.
+  function refusal(status, err) {
+    var code = err.code || "http_" + status;
+    var reason = err.message || "HTTP " + status;
+    var text = REFUSALS[code] || END_REASONS[code];
+    if (REFUSALS[code]) {
+      console.warn("[voice widget] The call was refused (" + code + "): " + reason);
+    }
+    var e = CallError(text || "The call could not be started (" + status + ").", code);
+    e.reason = reason;
     return e;
   }
 
@@ -312,6 +343,10 @@
       call.ctx = null;
     }
     try {
+      // Ask the server first: a visitor on a page the key is not for is never
+      // asked for their microphone.
+      if (!SESSION_URL) await this.check(call);
+      if (this.call !== call) return this.release(call);
       if (!navigator.mediaDevices || !navigator.mediaDevices.getUserMedia) {
         throw CallError("This browser cannot use a microphone here (a secure https page is needed).", "no_media");
       }
@@ -351,6 +386,28 @@
     }
   };
 
+  Widget.prototype.check = async function (call) {
+    var response;
+    try {
+      response = await fetch(BASE + "/v1/widget/check", {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ key: KEY, persona: PERSONA }),
+        credentials: "omit",
+      });
+    } catch (e) {
+      throw CallError("Could not reach the voice service. Check your connection and try again.", "network");
+    }
+    var body = await response.json().catch(function () {
+      return {};
+    });
+    if (!response.ok) throw refusal(response.status, body.error || {});
+    if (this.call === call && body.persona && body.persona.name) {
+      this.name = body.persona.name;
+      this.title.textContent = body.persona.name;
+    }
+  };
+
   Widget.prototype.session = async function (call) {
     var response;
     try {
@@ -377,6 +434,8 @@
     });
     if (!response.ok) {
       var err = body.error || {};
+      // the dashboard's test call shows a member the server's own words
+      if (!SESSION_URL) throw refusal(response.status, err);
       throw CallError(err.message || "The call could not be started (" + response.status + ").", err.code);
     }
     if (this.call !== call) throw CallError("cancelled", "cancelled");
@@ -678,7 +737,7 @@
   Widget.prototype.fail = function (error) {
     var call = this.call;
     if (!call) return;
-    this.lastError = { code: error.code, message: error.message };
+    this.lastError = { code: error.code, message: error.message, reason: error.reason || null };
     this.finish(call, "error", error.message || "The call could not be started.");
   };
 

@@ -8,6 +8,7 @@ from django.urls import reverse
 
 from tests.conftest import Tenant
 from voiceapp.personas.models import Persona
+from voiceapp.personas.services import persona_create
 from voiceapp.tenants.models import PublishableKey, Role, SecretKey
 from voiceapp.tenants.services import publishable_key_create, secret_key_authenticate
 
@@ -315,3 +316,18 @@ def test_widget_test_call_gets_a_client_secret(tenant_a: Tenant) -> None:
         tenant_a.client.get(reverse("dashboard:widget_test_session", args=[persona.pk])).status_code
         == 405
     )
+
+
+def test_the_persona_page_offers_a_test_call(tenant_a: Tenant) -> None:
+    # given an active persona and a switched-off one
+    persona = Persona.objects.get(org=tenant_a.org, slug="assistant")
+    off = persona_create(org=tenant_a.org, name="Off", instructions="x", greeting="Hi")
+    Persona.objects.filter(pk=off.pk).update(is_active=False)
+    # when the member opens each persona's page
+    page = tenant_a.client.get(f"/dashboard/personas/{persona.pk}/").content.decode()
+    off_page = tenant_a.client.get(f"/dashboard/personas/{off.pk}/").content.decode()
+    # then only the active one has a button that starts a test call with it
+    test_url = f"/dashboard/widget/test-session/{persona.pk}/"
+    assert f'data-test-call="{test_url}" data-persona="assistant"' in page
+    assert "Talk to this persona" in page
+    assert "Talk to this persona" not in off_page

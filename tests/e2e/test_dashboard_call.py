@@ -6,8 +6,10 @@ from typing import Any
 
 import pytest
 
+from sessions.models import Call
 from tests.conftest import PASSWORD, LiveServer, Tenant
 from voiceapp.personas.models import Persona
+from voiceapp.personas.services import persona_create
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
 
@@ -38,6 +40,47 @@ def test_member_test_call_from_the_widget_page(
         raise AssertionError(f"no caption; page said: {console[-20:]}") from None
     page.locator(".line.agent .text").first.wait_for(timeout=30_000)
     page.keyboard.press("Escape")
-    # and the call is listed on the Calls page
+    # and the call is listed on the Calls page, marked as a dashboard test
     page.goto(f"{voice_server.url}/dashboard/calls/")
-    assert "Assistant" in page.locator("table").inner_text()
+    row = page.locator("tbody tr").first.inner_text()
+    assert "Assistant" in row and "test" in row and "Dashboard" in row, row
+
+
+def _log_in(page: Any, server: LiveServer, tenant: Tenant) -> None:
+    page.goto(f"{server.url}/accounts/login/")
+    page.fill("input[name=login]", tenant.owner.email)
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url("**/dashboard/")
+
+
+@pytest.mark.slow
+def test_talk_to_a_persona_from_the_persona_list(
+    voice_server: LiveServer, page: Any, console: list[str], tenant_a: Tenant
+) -> None:
+    # given a member on the persona list, with two personas
+    persona = Persona.objects.get(org=tenant_a.org, slug="assistant")
+    persona.agent_speaks_first = False
+    persona.instructions = "You are a helpful geography assistant. Answer in one short sentence."
+    persona.save()
+    persona_create(org=tenant_a.org, name="Sales", instructions="Sell things.", greeting="Hi")
+    _log_in(page, voice_server, tenant_a)
+    page.goto(f"{voice_server.url}/dashboard/personas/")
+    # when they press "Talk to this persona" on the assistant's row
+    row = page.locator("tbody tr").filter(has_text="assistant")
+    row.get_by_role("button", name="Talk to Assistant").click()
+    # then a call with that persona starts at once: the question is captioned and answered
+    user = page.locator(".line.user .text").filter(has_text="capital").first
+    try:
+        user.wait_for(timeout=60_000)
+    except Exception:
+        raise AssertionError(f"no caption; page said: {console[-20:]}") from None
+    page.locator(".line.agent .text").first.wait_for(timeout=30_000)
+    assert (
+        page.locator("[data-test-call][data-voice-agent]").get_attribute("data-voice-agent")
+        == "assistant"
+    )
+    page.keyboard.press("Escape")
+    # and it is recorded as a dashboard test call with that persona
+    call = Call.objects.get(org=tenant_a.org)
+    assert (call.source, call.persona_name) == ("test", "Assistant")

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from sessions.models import Call
+from sessions.models import Call, ClientSecret
 from tests.conftest import LiveServer, Tenant
 from voiceapp.personas.models import Persona
-from voiceapp.tenants.services import publishable_key_create
+from voiceapp.tenants.services import publishable_key_create, publishable_key_revoke
 
 from .conftest import PageHost
 
@@ -164,20 +164,65 @@ def test_widget_refused_on_an_origin_the_key_does_not_allow(
     voice_server: LiveServer,
     page_host: PageHost,
     page: Any,
+    console: list[str],
+    requested: list[str],
     persona: Persona,
     widget_key: str,
 ) -> None:
-    # given the snippet on a page at an origin the key does not list
+    # given the snippet on a page at an origin the key does not list, in a browser
+    # that counts its requests for the microphone
+    page.add_init_script(
+        "window.micRequests = 0;"
+        "const realGetUserMedia = navigator.mediaDevices.getUserMedia.bind(navigator.mediaDevices);"
+        "navigator.mediaDevices.getUserMedia = (c) => { window.micRequests++;"
+        " return realGetUserMedia(c); };"
+    )
     path = page_host.widget_page("elsewhere", voice_server, widget_key, persona.slug)
     page.goto(f"http://localhost:{page_host.port}{path}")
     # when the visitor clicks the call button
     page.locator("button.launcher").click()
-    # then the widget explains, and no call was started
+    # then the visitor reads that the assistant is not available here
     wait_widget(page, "w.state === 'error'", 15)
     message = page.locator(".message")
-    assert "may not use this key" in message.inner_text()
+    assert message.inner_text() == "This assistant is not available on this site."
     assert message.get_attribute("role") == "alert"
+    # and the site owner finds the reason in the console
+    warnings = [line for line in console if line.startswith("warning:")]
+    assert any("origin_not_allowed" in w and "may not use this key" in w for w in warnings), console
+    # and the microphone was never asked for, no session was asked for, no call started
+    assert page.evaluate("window.micRequests") == 0
+    assert not any("/v1/widget/sessions" in url for url in requested), requested
+    assert any("/v1/widget/check" in url for url in requested), requested
     assert not Call.objects.filter(org=persona.org).exists()
+    assert not ClientSecret.objects.filter(org=persona.org).exists()
+
+
+def test_widget_with_a_revoked_key_never_asks_for_the_microphone(
+    voice_server: LiveServer,
+    page_host: PageHost,
+    page: Any,
+    console: list[str],
+    persona: Persona,
+) -> None:
+    # given a page whose publishable key was revoked, in a browser counting mic requests
+    key = publishable_key_create(org=persona.org, name="old", allowed_origins=[page_host.url])
+    publishable_key_revoke(key=key)
+    page.add_init_script(
+        "window.micRequests = 0;"
+        "navigator.mediaDevices.getUserMedia = () => { window.micRequests++;"
+        " return Promise.reject(new DOMException('counted', 'NotAllowedError')); };"
+    )
+    path = page_host.widget_page("revoked", voice_server, key.key, persona.slug)
+    page.goto(page_host.url + path)
+    # when the visitor clicks the call button
+    page.locator("button.launcher").click()
+    # then they read the plain sentence, the console says the key is the problem,
+    # and the microphone was not requested
+    wait_widget(page, "w.state === 'error'", 15)
+    assert page.locator(".message").inner_text() == "This assistant is not available on this site."
+    assert any("invalid_publishable_key" in line for line in console), console
+    assert page.evaluate("window.micRequests") == 0
+    assert widget(page, "w.lastError.code") == "invalid_publishable_key"
 
 
 def test_widget_explains_a_denied_microphone(

@@ -105,3 +105,30 @@ def test_preview_runs_on_a_real_celery_worker_over_redis(tenant_a: Tenant, setti
         app.conf.update(task_always_eager=settings.CELERY_TASK_ALWAYS_EAGER)
     seconds, rms = _speech_stats(Path(voice.preview_path))
     assert seconds > 1.5 and rms > 300
+
+
+def test_persona_page_previews_its_own_greeting(tenant_a: Tenant) -> None:
+    # given a persona with a short greeting
+    persona = tenant_a.org.personas.get()
+    persona.greeting = "Hi."
+    persona.save()
+    url = reverse("dashboard:persona_voice_preview", args=[persona.pk])
+    page = tenant_a.client.get(reverse("dashboard:persona_edit", args=[persona.pk]))
+    assert f'data-preview-url="{url}"' in page.content.decode()
+
+    # when the member asks to hear it, then changes the greeting and asks again
+    short = tenant_a.client.post(url).json()
+    short_audio = tenant_a.client.get(short["audio_url"])
+    short_wav = b"".join(short_audio.streaming_content)
+    persona.greeting = "Good afternoon and welcome to Alpha Dental, how may I help you today?"
+    persona.save()
+    assert tenant_a.client.get(url).json() == {"status": "none"}, "a new greeting, a new sample"
+    long = tenant_a.client.post(url).json()
+    long_wav = b"".join(tenant_a.client.get(long["audio_url"]).streaming_content)
+
+    # then each sample speaks its greeting: the long one lasts several times as long
+    assert short["status"] == long["status"] == "ready"
+    assert short_wav[:4] == long_wav[:4] == b"RIFF"
+    assert len(long_wav) > 3 * len(short_wav)
+    # and the voice's catalogue sample was not made or replaced by them
+    assert Voice.objects.get(pk=persona.voice_id).preview_path == ""

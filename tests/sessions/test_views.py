@@ -11,6 +11,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from billing.services import subscription_set_remaining
 from sessions.auth import AuthError, grant_from_client_secret_sync
 from sessions.ice import ice_servers, turn_credentials
 from sessions.models import ClientSecret
@@ -264,3 +265,79 @@ def test_widget_refuses_nul_characters(tenant_a: Tenant, body: dict[str, str]) -
 
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "invalid_value"
+
+
+def widget_check(origin: str | None, key: str, persona: str = "assistant") -> object:
+    headers = {"Origin": origin} if origin else {}
+    return Client().post(
+        "/v1/widget/check",
+        data={"key": key, "persona": persona},
+        content_type="application/json",
+        headers=headers,
+    )
+
+
+def test_widget_check_answers_for_an_allowed_origin_and_mints_nothing(tenant_a: Tenant) -> None:
+    # given a publishable key for shop.test
+    pk = publishable_key_create(
+        org=tenant_a.org, name="site", allowed_origins=["https://shop.test"]
+    )
+
+    # when the widget on shop.test checks before asking for the microphone
+    response = widget_check("https://shop.test", pk.key)
+
+    # then it may go on, learns the persona's name, and no client secret exists
+    assert response.status_code == 200
+    assert response["Access-Control-Allow-Origin"] == "https://shop.test"
+    assert response.json() == {"ok": True, "persona": {"slug": "assistant", "name": "Assistant"}}
+    assert not ClientSecret.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("origin", "key_kind", "persona", "status", "code"),
+    [
+        ("https://evil.test", "good", "assistant", 403, "origin_not_allowed"),
+        (None, "good", "assistant", 403, "origin_required"),
+        ("https://shop.test", "revoked", "assistant", 401, "invalid_publishable_key"),
+        ("https://shop.test", "good", "nobody", 404, "model_not_found"),
+        ("https://shop.test", "good", "off", 403, "model_not_active"),
+    ],
+)
+def test_widget_check_refuses_as_a_session_start_would(
+    tenant_a: Tenant, origin: str | None, key_kind: str, persona: str, status: int, code: str
+) -> None:
+    # given a key for shop.test, a revoked one, and a switched-off persona
+    good = publishable_key_create(
+        org=tenant_a.org, name="site", allowed_origins=["https://shop.test"]
+    )
+    revoked = publishable_key_create(
+        org=tenant_a.org, name="old", allowed_origins=["https://shop.test"]
+    )
+    publishable_key_revoke(key=revoked)
+    off = persona_create(org=tenant_a.org, name="Off", slug="off", instructions="x", greeting="Hi")
+    Persona.objects.filter(pk=off.pk).update(is_active=False)
+    key = {"good": good.key, "revoked": revoked.key}[key_kind]
+
+    # when the widget checks
+    check = widget_check(origin, key, persona)
+    start = widget(origin, key, persona)
+
+    # then the check refuses with the code and owner-facing message a start gets
+    assert check.status_code == status == start.status_code
+    assert check.json()["error"] == start.json()["error"]
+    assert check.json()["error"]["code"] == code
+    assert not ClientSecret.objects.exists()
+
+
+def test_widget_check_refuses_when_the_included_time_is_used_up(tenant_a: Tenant) -> None:
+    # given an organization with no call time left
+    pk = publishable_key_create(
+        org=tenant_a.org, name="site", allowed_origins=["https://shop.test"]
+    )
+    subscription_set_remaining(org_id=tenant_a.org.pk, seconds=0)
+
+    # when the widget checks, then it learns so before any microphone is asked for
+    response = widget_check("https://shop.test", pk.key)
+
+    assert response.status_code == 402
+    assert response.json()["error"]["code"] == "insufficient_quota"

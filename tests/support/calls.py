@@ -24,10 +24,12 @@ def make_call(
     end_reason: str = "hangup",
     items: Sequence[tuple[str, str, float, bool]] = (),
     turns: Sequence[dict[str, Any]] = (),
+    grant: CallGrant | None = None,
 ) -> Call:
     """A call with ``persona`` that started at ``started_at`` and, unless
-    ``duration_s`` is None, ended ``duration_s`` later with ``end_reason``."""
-    grant = CallGrant(
+    ``duration_s`` is None, ended ``duration_s`` later with ``end_reason``.
+    ``grant`` stands for the credential that placed it (none by default)."""
+    grant = grant or CallGrant(
         org_id=persona.org_id, persona_id=persona.pk, persona_slug=persona.slug, session_config={}
     )
     call = call_start(call_id=str(uuid.uuid4()), grant=grant, transport="websocket", client_info={})

@@ -10,6 +10,16 @@ urlpatterns = [
     path("personas/", views.persona_list_view, name="persona_list"),
     path("personas/new/", views.persona_create_view, name="persona_create"),
     path("personas/<int:pk>/", views.persona_edit_view, name="persona_edit"),
+    path(
+        "personas/<int:pk>/voice-preview/",
+        views.persona_voice_preview,
+        name="persona_voice_preview",
+    ),
+    path(
+        "personas/<int:pk>/voice-preview.wav",
+        views.persona_voice_preview_audio,
+        name="persona_voice_preview_audio",
+    ),
     path("personas/<int:pk>/delete/", views.persona_delete_view, name="persona_delete"),
     path("personas/<int:pk>/facts/", views.persona_fact_create_view, name="persona_fact_create"),
     path(

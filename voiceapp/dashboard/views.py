@@ -56,6 +56,7 @@ from voiceapp.personas.services import (
     persona_fact_reorder,
     persona_fact_update,
     persona_update,
+    voice_preview_path,
     voice_preview_request,
     voice_preview_state,
 )
@@ -358,6 +359,32 @@ def voice_preview_audio(request: HttpRequest, membership: Membership, pk: int) -
     if voice_preview_state(voice=voice)["status"] != "ready":
         raise Http404("No preview has been generated for this voice yet.")
     return FileResponse(open(voice.preview_path, "rb"), content_type="audio/wav")
+
+
+@org_required()
+@require_http_methods(["GET", "POST"])
+def persona_voice_preview(request: HttpRequest, membership: Membership, pk: int) -> JsonResponse:
+    """The persona's saved greeting in its saved voice (the catalogue's sample
+    sentence when it has no greeting): POST starts it, GET reports its state."""
+    persona = persona_get(org=membership.org, pk=pk)
+    if request.method == "POST":
+        state = voice_preview_request(voice=persona.voice, text=persona.greeting)
+    else:
+        state = voice_preview_state(voice=persona.voice, text=persona.greeting)
+    if state["status"] == "ready":
+        state = {**state, "audio_url": reverse("dashboard:persona_voice_preview_audio", args=[pk])}
+    return JsonResponse(state, status=202 if state["status"] == "pending" else 200)
+
+
+@org_required()
+def persona_voice_preview_audio(
+    request: HttpRequest, membership: Membership, pk: int
+) -> FileResponse:
+    persona = persona_get(org=membership.org, pk=pk)
+    path = voice_preview_path(voice=persona.voice, text=persona.greeting)
+    if path is None or not path.is_file():
+        raise Http404("No preview has been generated for this greeting yet.")
+    return FileResponse(open(path, "rb"), content_type="audio/wav")
 
 
 # --- Keys ----------------------------------------------------------------------

@@ -3,21 +3,30 @@ the organization they currently act for (the one chosen in the dashboard)."""
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.core.files.uploadedfile import UploadedFile
 from django.db.models import QuerySet
 from django.forms.models import BaseInlineFormSet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import path
 
 from voiceapp.personas.models import MAX_FACTS_PER_PERSONA, Persona, PersonaFact, Voice
 from voiceapp.personas.services import (
     persona_fact_create,
     persona_fact_delete,
     persona_fact_update,
+    voice_add,
     voices_sync,
 )
+from voiceapp.personas.voices import VoiceConfigError
 from voiceapp.tenants.middleware import current_membership
 from voiceapp.tenants.models import LLMEndpoint
 
@@ -185,6 +194,44 @@ class VoiceAdmin(admin.ModelAdmin):
     ]
     actions = ["rescan"]
 
+    change_list_template = "admin/personas/voice/change_list.html"
+
+    def get_urls(self) -> list[Any]:
+        upload = path(
+            "upload/",
+            self.admin_site.admin_view(self.upload_view),
+            name="personas_voice_upload",
+        )
+        return [upload, *super().get_urls()]
+
+    def upload_view(self, request: HttpRequest) -> HttpResponse:
+        """Add a Piper voice from an uploaded ``.onnx`` and ``.onnx.json`` pair.
+        Superusers only: a voice is a file on the server, shared by every organization."""
+        if not request.user.is_superuser:
+            raise PermissionDenied
+        form = VoiceUploadForm(request.POST or None, request.FILES or None)
+        if request.method == "POST" and form.is_valid():
+            try:
+                voice = voice_upload(
+                    model=form.cleaned_data["model"], config=form.cleaned_data["config"]
+                )
+            except VoiceConfigError as exc:
+                form.add_error(None, str(exc))
+            else:
+                self.message_user(
+                    request,
+                    f"Added {voice.voice_id} ({voice.language}, {voice.sample_rate} Hz).",
+                    messages.SUCCESS,
+                )
+                return redirect("admin:personas_voice_changelist")
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": "Add a Piper voice",
+            "form": form,
+        }
+        return TemplateResponse(request, "admin/personas/voice/upload.html", context)
+
     @admin.action(description="Rescan installed voices")
     def rescan(self, request: HttpRequest, queryset: QuerySet[Voice]) -> None:
         result = voices_sync()
@@ -198,4 +245,30 @@ class VoiceAdmin(admin.ModelAdmin):
             self.message_user(request, problem, messages.WARNING)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
-        return False  # voices are discovered from installed files
+        return False  # voices are discovered from files; new ones come through upload_view
+
+
+class VoiceUploadForm(forms.Form):
+    model = forms.FileField(help_text="NAME.onnx: the Piper model (NAME becomes the voice id).")
+    config = forms.FileField(help_text="NAME.onnx.json: its config, from the same voice.")
+
+    def clean(self) -> dict[str, Any]:
+        data: dict[str, Any] = super().clean()
+        model, config = data.get("model"), data.get("config")
+        if model is not None and not model.name.endswith(".onnx"):
+            self.add_error("model", "Choose the voice's .onnx file.")
+        elif model is not None and config is not None and config.name != model.name + ".json":
+            self.add_error("config", f"Choose {model.name}.json, the config of that model.")
+        return data
+
+
+def voice_upload(*, model: UploadedFile, config: UploadedFile) -> Voice:
+    """Write an uploaded pair to a scratch folder under its own names, then add it."""
+    with tempfile.TemporaryDirectory(prefix="voice-upload-") as scratch:
+        model_path = Path(scratch) / Path(str(model.name)).name
+        config_path = model_path.with_name(model_path.name + ".json")
+        for upload, target in ((model, model_path), (config, config_path)):
+            with target.open("wb") as out:
+                for chunk in upload.chunks():
+                    out.write(chunk)
+        return voice_add(model_path=model_path, config_path=config_path)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import shutil
 import wave
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -20,7 +22,7 @@ from django.utils.text import slugify
 
 from voiceapp.engine.knowledge import Fact
 from voiceapp.personas.models import MAX_FACTS_PER_PERSONA, Persona, PersonaFact, Voice
-from voiceapp.personas.voices import discover_voices
+from voiceapp.personas.voices import VoiceConfigError, check_voice_files, discover_voices
 from voiceapp.tenants.models import Organization
 
 log = logging.getLogger(__name__)
@@ -96,6 +98,56 @@ def voices_sync() -> VoiceSyncResult:
         Voice.objects.filter(pk=voice.pk).update(is_available=False)
         result.missing.append(voice.voice_id)
     return result
+
+
+def voice_add(*, model_path: Path, config_path: Path | None = None) -> Voice:
+    """Install a Piper voice into VOICE_MODELS_DIR and the catalogue: ``NAME.onnx``
+    and its config (``NAME.onnx.json`` beside it unless given). The pair is copied
+    under names discovery ignores, checked there (see `check_voice_files`), and only
+    then renamed into place, so a bad pair leaves no file and no catalogue entry.
+    Raises VoiceConfigError with what is wrong."""
+    if not model_path.name.endswith(".onnx"):
+        raise VoiceConfigError(f"{model_path.name}: a Piper model is a .onnx file.")
+    voice_id = model_path.name.removesuffix(".onnx")
+    config_path = config_path or model_path.with_name(model_path.name + ".json")
+    if Voice.objects.filter(voice_id=voice_id).exists():
+        raise VoiceConfigError(
+            f"A voice named “{voice_id}” is already in the catalogue; rename the files "
+            "to add another one."
+        )
+    target_dir = Path(settings.VOICE_MODELS_DIR)
+    model_target = target_dir / f"{voice_id}.onnx"
+    config_target = target_dir / f"{voice_id}.onnx.json"
+    if model_target.exists() or config_target.exists():
+        raise VoiceConfigError(f"{model_target} already exists; remove it or rename the voice.")
+    target_dir.mkdir(parents=True, exist_ok=True)
+    # Staged as hidden .part files: discovery looks for *.onnx and never sees them.
+    staged_model = target_dir / f".{voice_id}.onnx.part"
+    staged_config = target_dir / f".{voice_id}.onnx.json.part"
+    placed: list[Path] = []
+    try:
+        if model_path.is_file():
+            shutil.copyfile(model_path, staged_model)
+        if config_path.is_file():
+            shutil.copyfile(config_path, staged_config)
+        check_voice_files(
+            staged_model if model_path.is_file() else model_path,
+            staged_config if config_path.is_file() else config_path,
+            voice_id=voice_id,
+        )
+        staged_config.replace(config_target)
+        placed.append(config_target)
+        staged_model.replace(model_target)
+        placed.append(model_target)
+        voices_sync()
+        return Voice.objects.get(voice_id=voice_id, is_available=True)
+    except BaseException:
+        for path in (staged_model, staged_config, *placed):
+            path.unlink(missing_ok=True)
+        raise
+    finally:
+        staged_model.unlink(missing_ok=True)
+        staged_config.unlink(missing_ok=True)
 
 
 def voice_default() -> Voice:
@@ -284,40 +336,77 @@ def persona_facts_replace(*, persona: Persona, facts: Sequence[Fact]) -> list[Pe
 
 
 # --- Voice previews ----------------------------------------------------------
+#
+# A preview is one sentence spoken by one voice. The catalogue's sample
+# (VOICE_PREVIEW_TEXT) is kept on the voice (`preview_path`); any other text, such
+# as a persona's greeting, lives beside it under a name made from the text's hash,
+# so a persona's preview follows its greeting without a table of its own.
 
 PREVIEW_STATE_TTL_S = 600
 
 
-def _preview_state_key(voice: Voice) -> str:
-    return f"voice-preview:{voice.pk}"
+def _preview_text(text: str | None) -> str:
+    return (text or "").strip() or settings.VOICE_PREVIEW_TEXT
 
 
-def voice_preview_state(*, voice: Voice) -> dict[str, str]:
+def _is_sample(text: str) -> bool:
+    return text == settings.VOICE_PREVIEW_TEXT
+
+
+def _preview_file(voice: Voice, text: str) -> Path:
+    out_dir = Path(settings.MEDIA_ROOT) / "voice-previews"
+    if _is_sample(text):
+        return out_dir / f"{voice.voice_id}.wav"
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    return out_dir / f"{voice.voice_id}-{digest}.wav"
+
+
+def _preview_state_key(voice: Voice, text: str) -> str:
+    if _is_sample(text):
+        return f"voice-preview:{voice.pk}"
+    return f"voice-preview:{voice.pk}:{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+def voice_preview_path(*, voice: Voice, text: str | None = None) -> Path | None:
+    """The WAV of `text` (the catalogue's sample when empty) in `voice`, if made."""
+    text = _preview_text(text)
+    if _is_sample(text):
+        return Path(voice.preview_path) if voice.preview_path else None
+    path = _preview_file(voice, text)
+    return path if path.is_file() else None
+
+
+def voice_preview_state(*, voice: Voice, text: str | None = None) -> dict[str, str]:
     """``{"status": "ready"}``, ``{"status": "pending"}``, ``{"status": "failed",
     "message": ...}`` or ``{"status": "none"}``."""
-    if voice.preview_path and Path(voice.preview_path).is_file():
+    text = _preview_text(text)
+    path = voice_preview_path(voice=voice, text=text)
+    if path is not None and path.is_file():
         return {"status": "ready"}
-    state = cache.get(_preview_state_key(voice))
+    state = cache.get(_preview_state_key(voice, text))
     return state or {"status": "none"}
 
 
-def voice_preview_request(*, voice: Voice) -> dict[str, str]:
-    """Start synthesizing a preview unless one is ready or on its way."""
+def voice_preview_request(*, voice: Voice, text: str | None = None) -> dict[str, str]:
+    """Start synthesizing a preview of `text` (the catalogue's sample when empty)
+    unless one is ready or on its way."""
     from voiceapp.personas.tasks import generate_voice_preview
 
-    state = voice_preview_state(voice=voice)
+    text = _preview_text(text)
+    state = voice_preview_state(voice=voice, text=text)
     if state["status"] in ("ready", "pending"):
         return state
-    cache.set(_preview_state_key(voice), {"status": "pending"}, PREVIEW_STATE_TTL_S)
+    key = _preview_state_key(voice, text)
+    cache.set(key, {"status": "pending"}, PREVIEW_STATE_TTL_S)
     try:
-        generate_voice_preview.delay(voice.pk)
+        generate_voice_preview.delay(voice.pk, None if _is_sample(text) else text)
     except Exception as exc:  # the broker is down or an eager run failed
         log.exception("voice preview for %s failed to start", voice.voice_id)
         failed = {"status": "failed", "message": f"Could not generate the preview: {exc}"}
-        cache.set(_preview_state_key(voice), failed, PREVIEW_STATE_TTL_S)
+        cache.set(key, failed, PREVIEW_STATE_TTL_S)
         return failed
     voice.refresh_from_db()
-    return voice_preview_state(voice=voice)
+    return voice_preview_state(voice=voice, text=text)
 
 
 @lru_cache(maxsize=4)
@@ -327,26 +416,28 @@ def _load_piper(model_path: str) -> Any:
     return PiperVoice.load(model_path)
 
 
-def voice_preview_generate(*, voice: Voice) -> Path:
-    """Synthesize the sample sentence with the voice and keep the WAV on disk."""
-    out_dir = Path(settings.MEDIA_ROOT) / "voice-previews"
-    out_dir.mkdir(parents=True, exist_ok=True)
-    out = out_dir / f"{voice.voice_id}.wav"
+def voice_preview_generate(*, voice: Voice, text: str | None = None) -> Path:
+    """Synthesize `text` (the catalogue's sample when empty) with the voice and
+    keep the WAV on disk."""
+    text = _preview_text(text)
+    out = _preview_file(voice, text)
+    out.parent.mkdir(parents=True, exist_ok=True)
     try:
         piper_voice = _load_piper(voice.model_path)
         tmp = out.with_suffix(".tmp")
         with wave.open(str(tmp), "wb") as wav:
-            piper_voice.synthesize_wav(settings.VOICE_PREVIEW_TEXT, wav)
+            piper_voice.synthesize_wav(text, wav)
         tmp.replace(out)
     except Exception as exc:
         cache.set(
-            _preview_state_key(voice),
+            _preview_state_key(voice, text),
             {"status": "failed", "message": f"Synthesis failed: {exc}"},
             PREVIEW_STATE_TTL_S,
         )
         raise
-    Voice.objects.filter(pk=voice.pk).update(
-        preview_path=str(out), preview_generated_at=timezone.now()
-    )
-    cache.delete(_preview_state_key(voice))
+    if _is_sample(text):
+        Voice.objects.filter(pk=voice.pk).update(
+            preview_path=str(out), preview_generated_at=timezone.now()
+        )
+    cache.delete(_preview_state_key(voice, text))
     return out

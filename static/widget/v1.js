@@ -53,6 +53,7 @@
     quota_exceeded: "The call ended: the usage limit was reached.",
     server_shutdown: "The service restarted. Please call again.",
     concurrency_limit: "All lines are busy right now. Please try again in a minute.",
+    server_busy: "All lines are busy right now. Please try again in a few seconds.",
     rate_limit_exceeded: "Too many calls were started. Please wait a minute.",
     error: "Something went wrong on our side. Please call again.",
   };

@@ -7,7 +7,13 @@ from django import forms
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest
 
-from voiceapp.personas.models import ASRModel, Persona, PersonaFact, Voice
+from voiceapp.personas.models import (
+    RECORDING_RETENTION_DAYS,
+    ASRModel,
+    Persona,
+    PersonaFact,
+    Voice,
+)
 from voiceapp.tenants.models import LLMEndpoint, Organization, Role, User
 from voiceapp.tenants.onboarding import organization_onboard
 from voiceapp.tenants.origins import origins_normalize
@@ -75,6 +81,10 @@ class PersonaForm(forms.ModelForm):
     def clean_asr_model(self) -> str:
         return str(self.cleaned_data.get("asr_model") or ASRModel.TINY_EN)
 
+    def clean_recording_retention_days(self) -> int:
+        days = self.cleaned_data.get("recording_retention_days")
+        return int(days) if days is not None else RECORDING_RETENTION_DAYS
+
     class Meta:
         model = Persona
         fields = [
@@ -98,6 +108,9 @@ class PersonaForm(forms.ModelForm):
             "allowed_origins",
             "llm_endpoint",
             "asr_model",
+            "record_calls",
+            "recording_notice",
+            "recording_retention_days",
         ]
         widgets = {
             "instructions": forms.Textarea(attrs={"rows": 6}),
@@ -117,6 +130,8 @@ class PersonaForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         self.fields["voice"].queryset = Voice.objects.filter(is_available=True)
         self.fields["slug"].required = False
+        # Optional in the form (forms posted without it keep the default).
+        self.fields["recording_retention_days"].required = False
         endpoints = LLMEndpoint.objects.filter(org=org)
         default = endpoints.filter(is_default=True).first()
         endpoint = self.fields["llm_endpoint"]

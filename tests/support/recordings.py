@@ -17,16 +17,21 @@ def pcm16(samples: np.ndarray) -> bytes:
 
 
 def record_audio(
-    call: Call, *, caller: np.ndarray, agent: np.ndarray, at_s: float
+    call: Call,
+    *,
+    caller: np.ndarray,
+    agent: np.ndarray,
+    at_s: float,
+    agent_item: str = "item_reply",
 ) -> CallRecording:
-    """A recording of `call`: `caller` (float, 24 kHz) from 0 s, `agent` from `at_s`,
-    captured in 40 ms chunks as they would arrive, then encoded."""
+    """A recording of `call`: `caller` (float, 24 kHz) from 0 s, `agent` (the reply
+    `agent_item`) from `at_s`, captured in 40 ms chunks as they would arrive, then encoded."""
     capture = CallAudioCapture(spool_path(str(call.pk)), max_seconds=600)
     step = RATE // 25
     for n, i in enumerate(range(0, len(caller), step)):
         capture.caller_audio(pcm16(caller[i : i + step]), RATE, 1, at_s=n * 0.04)
     for n, i in enumerate(range(0, len(agent), step)):
-        capture.agent_audio("item_reply", pcm16(agent[i : i + step]), RATE, at_s=at_s + n * 0.04)
+        capture.agent_audio(agent_item, pcm16(agent[i : i + step]), RATE, at_s=at_s + n * 0.04)
     captured = capture.close(at_s=at_s + len(agent) / RATE)
     assert captured is not None
     recording = call_recording_encode(

@@ -24,8 +24,8 @@ def test_a_transcript_line_seeks_the_recording(
     console: list[str],
     requested: list[str],
     tenant_a: Tenant,
-    settings,
-) -> None:  # type: ignore[no-untyped-def]
+    settings: Any,
+) -> None:
     # given a recorded call in the live server's storage: the caller's line has no
     # mark (seek to when it was written), the agent's reply is marked at 3 s
     from tests.engine.conftest import piper_clip

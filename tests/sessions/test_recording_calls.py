@@ -48,8 +48,12 @@ def pcm24(samples: np.ndarray, rate: int) -> bytes:
 
 
 def test_a_recorded_call_keeps_what_both_sides_said(
-    voice_server: LiveServer, secret_key_a: str, tenant_a: Tenant, question_pcm: bytes, settings
-) -> None:  # type: ignore[no-untyped-def]
+    voice_server: LiveServer,
+    secret_key_a: str,
+    tenant_a: Tenant,
+    question_pcm: bytes,
+    settings: Any,
+) -> None:
     # given a persona that records calls, says so and greets the caller
     persona = Persona.objects.get(org=tenant_a.org, slug="assistant")
     persona.instructions = "You are a helpful geography assistant. Answer in one short sentence."

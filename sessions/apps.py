@@ -12,3 +12,6 @@ class CallsConfig(AppConfig):
     label = "calls"
     verbose_name = "Calls"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from sessions import signals  # noqa: F401  (connects the receivers)

@@ -150,3 +150,19 @@ class CallTurn(models.Model):
 
     def __str__(self) -> str:
         return f"turn {self.response_id}: {self.v2v_ms} ms"
+
+
+class CallRecording(models.Model):
+    """A call's audio: the caller on the left channel, the agent on the right, Ogg Opus."""
+
+    call = models.OneToOneField(Call, on_delete=models.CASCADE, related_name="recording")
+    file = models.FileField(upload_to="call-recordings/", max_length=200)
+    duration_s = models.FloatField()
+    size_bytes = models.PositiveBigIntegerField()
+    # Where each transcript line starts in the audio (item id -> seconds).
+    marks = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"recording of call {self.call_id} ({self.duration_s:.0f} s)"

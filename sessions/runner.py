@@ -22,12 +22,13 @@ from django.conf import settings
 from django.utils import timezone
 
 from billing.services import call_limits, quota_available_s, quota_guard
-from sessions import admission, services
+from sessions import admission, recordings, services
 from sessions.auth import AuthError, CallGrant, grant_revocation_sync
 from sessions.live import LiveStore, live_store
 from sessions.models import Call
 from sessions.realtime import Limits, RealtimeSession, Transport
 from sessions.realtime.recorder import Usage
+from sessions.realtime.recording import CallAudioCapture, CaptureResult
 from voiceapp.engine.call import VoiceCall
 from voiceapp.engine.tts import VoiceSpec
 from voiceapp.inference.runtime import (
@@ -152,6 +153,9 @@ class DbRecorder:
             )
         )
 
+    async def recording(self, captured: CaptureResult) -> None:
+        await db(recordings.call_recording_keep)(call_id=self.call_id, captured=captured)
+
     async def _end_unless_resumed(self) -> None:
         await asyncio.sleep(settings.CALL_RESUME_WINDOW_S)
         state = await live_store().load(self.call_id)
@@ -226,7 +230,22 @@ async def start_realtime_session(
         pending = _pending_ends.pop(call_id, None)
         if pending is not None:
             pending.cancel()
+    limits = Limits(
+        max_duration_s=min(
+            persona.max_call_duration_s,
+            plan_limits.max_call_duration_s or persona.max_call_duration_s,
+        ),
+        idle_timeout_s=persona.idle_timeout_s,
+        max_message_bytes=settings.REALTIME_MAX_MESSAGE_BYTES,
+    )
+    # The audio of a resumed call is not recorded: its first connection's is kept.
+    capture: CallAudioCapture | None = None
     try:
+        if persona.record_calls and not resume:
+            capture = CallAudioCapture(
+                await asyncio.to_thread(recordings.spool_path, call_id),
+                max_seconds=limits.max_duration_s + recordings.GOODBYE_ALLOWANCE_S,
+            )
         if not resume:
             await db(services.call_start)(
                 call_id=call_id, grant=grant, transport=transport.name, client_info=client_info
@@ -251,25 +270,21 @@ async def start_realtime_session(
             call=call,
             inference=inference,
             transport=transport,
-            limits=Limits(
-                max_duration_s=min(
-                    persona.max_call_duration_s,
-                    plan_limits.max_call_duration_s or persona.max_call_duration_s,
-                ),
-                idle_timeout_s=persona.idle_timeout_s,
-                max_message_bytes=settings.REALTIME_MAX_MESSAGE_BYTES,
-            ),
+            limits=limits,
             recorder=recorder,
             resolve_voice=_resolve_voice,
             elapsed_offset_s=offset_s,
             public=bool(grant.origin),  # a widget (publishable-key) caller
+            capture=capture,
         )
         await session.start()
         if grant.session_config:
             await session.handle_text(_as_update(grant.session_config))
         if not resume:
-            session.greet()
+            session.greet(notice=persona.recording_notice if capture is not None else "")
     except BaseException:
+        if capture is not None:
+            capture.discard()
         await store.release(org_id=grant.org_id, call_id=call_id)
         await store.release_pool(call_id=call_id)
         with contextlib.suppress(Exception):

@@ -8,7 +8,7 @@ from django.db.models.functions import TruncDate
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
-from sessions.models import Call, CallItem, CallTurn
+from sessions.models import Call, CallItem, CallRecording, CallTurn
 from voiceapp.personas.models import Persona
 from voiceapp.tenants.models import Organization
 
@@ -55,6 +55,16 @@ def call_get_with_transcript(*, org: Organization, pk: str) -> Call:
         Prefetch("turns", queryset=CallTurn.objects.order_by("at_s", "pk")),
     )
     return get_object_or_404(calls, pk=pk)
+
+
+def call_recording_find(*, org: Organization, call_pk: str) -> CallRecording | None:
+    """The recording of one of the org's calls, if it has one."""
+    return CallRecording.objects.filter(call__org=org, call_id=call_pk).first()
+
+
+def call_recording_get(*, org: Organization, call_pk: str) -> CallRecording:
+    """The recording of one of the org's calls; 404 for another org's or none."""
+    return get_object_or_404(CallRecording.objects.filter(call__org=org), call_id=call_pk)
 
 
 # --- Usage -----------------------------------------------------------------------

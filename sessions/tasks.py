@@ -1,6 +1,7 @@
 from celery import shared_task
 from django.conf import settings
 
+from sessions.recordings import call_recording_encode, recordings_purge_expired
 from sessions.services import calls_reconcile
 
 
@@ -8,3 +9,20 @@ from sessions.services import calls_reconcile
 def reconcile_open_calls() -> int:
     """Close calls left open by a web process that died."""
     return calls_reconcile(stale_after_s=settings.CALL_STALE_AFTER_S)
+
+
+@shared_task(name="calls.encode_recording")
+def encode_recording(
+    *, call_id: str, spool: str, rate: int, channels: int, marks: dict[str, float]
+) -> int | None:
+    """A finished call's spooled audio -> its Ogg Opus recording; the recording's id."""
+    recording = call_recording_encode(
+        call_id=call_id, spool=spool, rate=rate, channels=channels, marks=marks
+    )
+    return recording.pk if recording else None
+
+
+@shared_task(name="calls.purge_expired_recordings")
+def purge_expired_recordings() -> int:
+    """Beat, daily: delete call recordings past their persona's retention."""
+    return recordings_purge_expired()

@@ -49,6 +49,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture(autouse=True)
 def _isolated_media(settings: object, tmp_path_factory: pytest.TempPathFactory) -> None:
     settings.MEDIA_ROOT = tmp_path_factory.mktemp("media")  # type: ignore[attr-defined]
+    settings.CALL_RECORDING_SPOOL_DIR = tmp_path_factory.mktemp("spool")  # type: ignore[attr-defined]
 
 
 @pytest.fixture(autouse=True)
@@ -151,6 +152,8 @@ class LiveServer:
     host: str
     port: int
     logs: Path | None = None  # web.log (daphne) and worker.log
+    media: Path | None = None  # the server's MEDIA_ROOT (call recordings)
+    spool: Path | None = None  # its CALL_RECORDING_SPOOL_DIR
 
     @property
     def url(self) -> str:
@@ -212,6 +215,10 @@ def voice_server(
         "PYTHONUNBUFFERED": "1",
     }
     logs = tmp_path_factory.mktemp("live")
+    media = tmp_path_factory.mktemp("live-media")
+    env["MEDIA_ROOT"] = str(media)
+    spool = tmp_path_factory.mktemp("live-spool")
+    env["CALL_RECORDING_SPOOL_DIR"] = str(spool)
     port = _free_port()
     procs: list[subprocess.Popen[str]] = []
     try:
@@ -249,7 +256,7 @@ def voice_server(
         )
         _wait_for(procs[0], "WORKER READY", 180, worker_log)
         _wait_for(procs[1], "Listening on TCP address", 60, web_log)
-        yield LiveServer("127.0.0.1", port, logs)
+        yield LiveServer("127.0.0.1", port, logs, media, spool)
     finally:
         for proc in procs:
             proc.terminate()

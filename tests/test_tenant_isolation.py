@@ -148,6 +148,7 @@ def org_b(tenant_b: Tenant, django_capture_on_commit_callbacks) -> OrgB:  # type
 # NOT_TENANT_OWNED with the reason, so a new URL cannot slip past this test.
 TARGETS: dict[str, Callable[[OrgB], object]] = {
     "call_detail": lambda b: b.call.pk,
+    "call_recording": lambda b: b.call.pk,
     "widget_test_session": lambda b: b.persona.pk,
     "persona_edit": lambda b: b.persona.pk,
     "persona_delete": lambda b: b.persona.pk,

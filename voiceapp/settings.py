@@ -221,7 +221,12 @@ STATIC_URL = "/static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = DATA_DIR / "staticfiles"
 MEDIA_URL = "/media/"
-MEDIA_ROOT = DATA_DIR / "media"
+MEDIA_ROOT = Path(env.str("MEDIA_ROOT", default=str(DATA_DIR / "media")))
+# Calls being recorded spool raw audio here; the Celery worker encodes it, so in
+# production it must be a folder the web and worker processes share (DATA_DIR is).
+CALL_RECORDING_SPOOL_DIR = Path(
+    env.str("CALL_RECORDING_SPOOL_DIR", default=str(DATA_DIR / "recording-spool"))
+)
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
@@ -294,6 +299,11 @@ CELERY_BEAT_SCHEDULE = {
     "billing-purge-expired-calls": {
         "task": "billing.purge_expired_calls",
         "schedule": crontab(minute=40, hour=3),
+    },
+    # Call recordings past their persona's retention (the calls stay).
+    "calls-purge-expired-recordings": {
+        "task": "calls.purge_expired_recordings",
+        "schedule": crontab(minute=50, hour=3),
     },
     # Ledger rows not yet in Stripe (a lost task, Stripe down for longer than the retries).
     "billing-stripe-resend": {"task": "billing.stripe_report_unreported", "schedule": 900.0},

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from sessions.realtime.limits import MAX_HISTORY_ITEMS, MAX_RECORDED_ITEMS
+from sessions.realtime.recording import CaptureResult
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,9 @@ class Recorder(Protocol):
     async def heartbeat(self) -> None: ...
 
     async def ended(self, reason: str) -> None: ...
+
+    async def recording(self, captured: CaptureResult) -> None:
+        """The call's audio, spooled: keep it (after `ended`)."""
 
 
 class CappedRecorder:
@@ -107,3 +111,6 @@ class CappedRecorder:
 
     async def ended(self, reason: str) -> None:
         await self.inner.ended(reason)
+
+    async def recording(self, captured: CaptureResult) -> None:
+        await self.inner.recording(captured)

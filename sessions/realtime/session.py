@@ -24,6 +24,7 @@ from sessions.realtime.codecs import PCM_RATE, decode_append, pcm24_to_asr, to_p
 from sessions.realtime.errors import ClientError
 from sessions.realtime.limits import MAX_CLIENT_ITEMS, MAX_HISTORY_ITEMS, MAX_MANUAL_BUFFER_SECONDS
 from sessions.realtime.recorder import CappedRecorder, Recorder, Usage
+from sessions.realtime.recording import CallAudioCapture
 from sessions.realtime.settings import (
     FULL,
     Policy,
@@ -97,6 +98,7 @@ class RealtimeSession:
         clock: Callable[[], float] = time.monotonic,
         elapsed_offset_s: float = 0.0,
         public: bool = False,
+        capture: CallAudioCapture | None = None,
     ) -> None:
         self.id = session_id
         self.persona_slug = persona_slug
@@ -105,6 +107,7 @@ class RealtimeSession:
         self.transport = transport
         self.limits = limits
         self._recorder = CappedRecorder(recorder)
+        self._capture = capture  # the call's audio, when the persona records calls
         self._resolve_voice = resolve_voice
         self._clock = clock
         self._started = clock()
@@ -144,10 +147,12 @@ class RealtimeSession:
         self._spawn(self._pump())
         self._spawn(self._watchdog())
 
-    def greet(self) -> None:
-        """Speak the persona's greeting, when it is set to speak first."""
-        if self.call.config.greeting:
-            self.call.say(self.call.config.greeting)
+    def greet(self, notice: str = "") -> None:
+        """Speak the recording `notice` (when given) and the persona's greeting
+        (when it is set to speak first), as one utterance."""
+        text = " ".join(t.strip() for t in (notice, self.call.config.greeting) if t.strip())
+        if text:
+            self.call.say(text)
 
     async def run(self) -> None:
         """Wait until the session ends."""
@@ -159,6 +164,7 @@ class RealtimeSession:
             return
         self._closed = True
         self.end_reason = self.end_reason or reason
+        hangup_s = self._elapsed()
         current = asyncio.current_task()
         for task in list(self._tasks):
             if task is not current:
@@ -175,6 +181,13 @@ class RealtimeSession:
             await asyncio.wait(set(self._writes), timeout=10.0)
         with contextlib.suppress(Exception):
             await self._recorder.ended(self.end_reason)
+        if self._capture is not None:
+            try:
+                captured = self._capture.close(hangup_s)
+                if captured is not None:
+                    await self._recorder.recording(captured)
+            except Exception:
+                log.exception("session %s: the call's audio could not be kept", self.id)
         self.ended.set()
 
     async def end(self, reason: str, *, goodbye: bool = True) -> None:
@@ -294,6 +307,14 @@ class RealtimeSession:
             self._record(self._recorder.usage(usage))
         self._remember_history()
 
+    def caller_speech(self, item_id: str, audio_start_ms: int) -> None:
+        if self._capture is not None:
+            self._capture.caller_speech(item_id, audio_start_ms)
+
+    def reply_audio(self, item_id: str, pcm: bytes, sample_rate: int) -> None:
+        if self._capture is not None:
+            self._capture.agent_audio(item_id, pcm, sample_rate, self._elapsed())
+
     def _remember_history(self) -> None:
         self.call.trim_history(MAX_HISTORY_ITEMS)
         self._record(self._recorder.alive([dict(m) for m in self.call.history]))
@@ -385,6 +406,8 @@ class RealtimeSession:
         """Microphone audio from the transport (PCM16, interleaved when stereo)."""
         if self._closed:
             return
+        if self._capture is not None:
+            self._capture.caller_audio(pcm, sample_rate, channels, self._elapsed())
         if self.settings.turn_detection_on:
             self.call.push_audio(pcm, sample_rate, channels)
             return
@@ -517,6 +540,8 @@ class RealtimeSession:
         return self._elapsed_offset + self._clock() - self._started
 
     def _flush_output(self) -> None:
+        if self._capture is not None:  # the client drops its queued audio: so does the recording
+            self._capture.cut_agent(self._elapsed())
         flush = getattr(self.transport, "flush_audio", None)
         if callable(flush):
             flush()

@@ -58,6 +58,12 @@ class Host(Protocol):
 
     def reply_done(self, reply: Reply, frame: ResponseDone, text: str) -> None: ...
 
+    def caller_speech(self, item_id: str, audio_start_ms: int) -> None:
+        """The caller began the turn `item_id` (for the call's audio recording)."""
+
+    def reply_audio(self, item_id: str, pcm: bytes, sample_rate: int) -> None:
+        """Reply audio went to the caller (for the call's audio recording)."""
+
 
 class Translator:
     def __init__(
@@ -144,6 +150,7 @@ class Translator:
             await self._on_token(frame)
         elif isinstance(frame, SpeechStarted):
             self._host.touch()
+            self._host.caller_speech(frame.item_id, frame.audio_start_ms)
             self._flush_audio()
             await self._send(
                 {
@@ -246,6 +253,7 @@ class Translator:
         settings = self._settings()
         if not settings.speaks:
             return
+        self._host.reply_audio(reply.item_id, frame.pcm, frame.sample_rate)
         if not self._audio_out.audio_as_events:
             await self._audio_out.send_audio(frame.pcm, frame.sample_rate)
             return

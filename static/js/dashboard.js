@@ -99,7 +99,23 @@
     if (event.target.matches("[data-llm-test]")) { event.preventDefault(); testEndpoint(event.target); }
   });
 
+  // Call page: a transcript line seeks the recording to where it starts (its mark in
+  // the recording, else the time the line was written).
+  var callAudio = document.getElementById("call-audio");
+  var marksEl = document.getElementById("recording-marks");
+  var marks = marksEl ? JSON.parse(marksEl.textContent) : {};
+  if (callAudio) { callAudio.closest(".card").classList.add("has-recording"); }
+
+  function seekTo(line) {
+    var at = marks[line.dataset.item];
+    if (typeof at !== "number") { at = parseFloat(line.dataset.at) || 0; }
+    callAudio.currentTime = Math.max(0, at);
+    callAudio.play().catch(function () {});
+  }
+
   document.addEventListener("click", function (event) {
+    var line = callAudio && event.target.closest(".transcript li[data-item]");
+    if (line) { seekTo(line); return; }
     var button = event.target.closest("[data-preview-url]");
     if (button) { event.preventDefault(); preview(button); return; }
     var talk = event.target.closest("[data-test-call]");

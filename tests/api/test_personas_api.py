@@ -219,3 +219,28 @@ def test_asr_model_is_a_persona_setting(api: Api) -> None:
     refused = api.patch(f"personas/{persona_id}/", {"asr_model": "large-v3"})
     assert refused.status_code == 400
     assert Persona.objects.get(pk=persona_id).asr_model == "base"
+
+
+def test_call_recording_is_a_persona_setting(api: Api) -> None:
+    # given the default persona: calls are not recorded, recordings would be kept 30 days
+    persona_id = api.get("personas/").json()[0]["id"]
+    shown = api.get(f"personas/{persona_id}/").json()
+    assert (shown["record_calls"], shown["recording_retention_days"]) == (False, 30)
+    assert shown["recording_notice"] == ""
+    # when recording is turned on with a notice and a week's retention, it is kept
+    patched = api.patch(
+        f"personas/{persona_id}/",
+        {
+            "record_calls": True,
+            "recording_notice": "This call is recorded.",
+            "recording_retention_days": 7,
+        },
+    )
+    assert patched.status_code == 200 and patched.json()["record_calls"] is True
+    # and a retention of 0 days is refused with the field named
+    refused = api.patch(f"personas/{persona_id}/", {"recording_retention_days": 0})
+    assert refused.status_code == 400
+    assert "recording_retention_days" in error_of(refused)["details"]
+    persona = Persona.objects.get(pk=persona_id)
+    assert (persona.record_calls, persona.recording_retention_days) == (True, 7)
+    assert persona.recording_notice == "This call is recorded."

@@ -88,6 +88,39 @@ def test_persona_create_edit_delete(tenant_a: Tenant) -> None:
     assert not Persona.objects.filter(pk=persona.pk).exists()
 
 
+def test_persona_form_sets_call_recording(tenant_a: Tenant) -> None:
+    # given a persona created without touching the recording settings
+    voice_pk = tenant_a.org.personas.get().voice_id
+    client = tenant_a.client
+    client.post(reverse("dashboard:persona_create"), persona_form(voice_pk))
+    persona = Persona.objects.get(org=tenant_a.org, slug="front-desk")
+    assert (persona.record_calls, persona.recording_retention_days) == (False, 30)
+
+    # when the owner turns recording on with a notice and 90 days' retention
+    edited = client.post(
+        reverse("dashboard:persona_edit", args=[persona.pk]),
+        persona_form(
+            voice_pk,
+            slug="front-desk",
+            record_calls="on",
+            recording_notice="This call is recorded for quality.",
+            recording_retention_days="90",
+        ),
+    )
+    too_long = client.post(
+        reverse("dashboard:persona_edit", args=[persona.pk]),
+        persona_form(voice_pk, slug="front-desk", recording_retention_days="4000"),
+    )
+
+    # then it is kept, and a retention past ten years is refused with the reason
+    assert edited.status_code == 302
+    persona.refresh_from_db()
+    assert persona.record_calls is True and persona.recording_retention_days == 90
+    assert persona.recording_notice == "This call is recorded for quality."
+    assert too_long.status_code == 200
+    assert "Keep recordings between 1 and 3650 days." in too_long.content.decode()
+
+
 def test_persona_form_shows_validation_errors(tenant_a: Tenant) -> None:
     voice_pk = tenant_a.org.personas.get().voice_id
 

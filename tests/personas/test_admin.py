@@ -65,6 +65,9 @@ def test_staff_create_personas_in_their_org(staff_of_a: Client, tenant_a: Tenant
             "idle_timeout_s": "60",
             "max_call_duration_s": "600",
             "allowed_origins": "[]",
+            "record_calls": "on",
+            "recording_notice": "",
+            "recording_retention_days": "14",
         },
     )
 
@@ -72,6 +75,7 @@ def test_staff_create_personas_in_their_org(staff_of_a: Client, tenant_a: Tenant
     made = Persona.objects.get(slug="admin-made")
     assert made.org == tenant_a.org
     assert made.asr_model == "base"  # the speech-recognition model is chosen in the admin too
+    assert made.record_calls and made.recording_retention_days == 14  # and call recording
 
 
 def test_admin_validation_messages(staff_of_a: Client, tenant_a: Tenant) -> None:
@@ -138,6 +142,7 @@ def persona_change_data(persona: Persona, facts: list[PersonaFact], *new: dict[s
         "idle_timeout_s": "60",
         "max_call_duration_s": "600",
         "allowed_origins": "[]",
+        "recording_retention_days": str(persona.recording_retention_days),
         "facts-TOTAL_FORMS": str(len(facts) + len(new)),
         "facts-INITIAL_FORMS": str(len(facts)),
         "facts-MIN_NUM_FORMS": "0",

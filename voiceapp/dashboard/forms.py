@@ -8,7 +8,13 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest
 
-from voiceapp.personas.models import ASRModel, Persona, PersonaFact, Voice
+from voiceapp.personas.models import (
+    RECORDING_RETENTION_DAYS,
+    ASRModel,
+    Persona,
+    PersonaFact,
+    Voice,
+)
 from voiceapp.tenants.models import LLMEndpoint, Organization, Role, User
 from voiceapp.tenants.onboarding import organization_onboard
 from voiceapp.tenants.origins import origins_normalize
@@ -77,6 +83,10 @@ class PersonaForm(forms.ModelForm):
     def clean_asr_model(self) -> str:
         return str(self.cleaned_data.get("asr_model") or ASRModel.TINY_EN)
 
+    def clean_recording_retention_days(self) -> int:
+        days = self.cleaned_data.get("recording_retention_days")
+        return int(days) if days is not None else RECORDING_RETENTION_DAYS
+
     class Meta:
         model = Persona
         fields = [
@@ -100,6 +110,9 @@ class PersonaForm(forms.ModelForm):
             "allowed_origins",
             "llm_endpoint",
             "asr_model",
+            "record_calls",
+            "recording_notice",
+            "recording_retention_days",
         ]
         widgets = {
             "instructions": forms.Textarea(attrs={"rows": 6}),
@@ -124,6 +137,8 @@ class PersonaForm(forms.ModelForm):
             default = voices.filter(voice_id=settings.DEFAULT_VOICE).first() or voices.first()
             self.initial["voice"] = default.pk if default else None
         self.fields["slug"].required = False
+        # Optional in the form (forms posted without it keep the default).
+        self.fields["recording_retention_days"].required = False
         endpoints = LLMEndpoint.objects.filter(org=org)
         default = endpoints.filter(is_default=True).first()
         endpoint = self.fields["llm_endpoint"]

@@ -71,6 +71,7 @@ urlpatterns = [
     path("widget/test-session/<int:pk>/", views.widget_test_session, name="widget_test_session"),
     path("calls/", views.call_list_view, name="call_list"),
     path("calls/<uuid:pk>/", views.call_detail_view, name="call_detail"),
+    path("calls/<uuid:pk>/recording.ogg", views.call_recording_audio, name="call_recording"),
     path("analytics/", views.analytics_view, name="analytics"),
     path("team/", views.team, name="team"),
     path("team/invite/", views.invitation_create_view, name="invitation_create"),

@@ -3,6 +3,7 @@ every tenant-owned object is fetched through a selector that takes the org."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import asdict
 from datetime import timedelta
@@ -27,7 +28,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from sessions.analytics import call_analytics
 from sessions.auth import client_secret_create
 from sessions.models import Call
-from sessions.selectors import call_get, call_list
+from sessions.selectors import call_get, call_list, call_recording_find, call_recording_get
 from sessions.views import widget_session_payload
 from voiceapp.dashboard.charts import bar_heights, line_chart
 from voiceapp.dashboard.forms import (
@@ -705,8 +706,45 @@ def call_detail_view(request: HttpRequest, membership: Membership, pk: str) -> H
             "turns": turns,
             "waterfall": _waterfall([t for t in turns if t.v2v_ms is not None]),
             "legend": WATERFALL_SPANS,
+            "recording": call_recording_find(org=membership.org, call_pk=pk),
         },
     )
+
+
+RANGE = re.compile(r"bytes=(\d*)-(\d*)$")
+MAX_RANGE_BYTES = 1024 * 1024  # per ranged answer: the player asks again for more
+
+
+@org_required()
+def call_recording_audio(request: HttpRequest, membership: Membership, pk: str) -> HttpResponse:
+    """The call's audio (Ogg Opus), with byte ranges so the player can seek."""
+    recording = call_recording_get(org=membership.org, call_pk=pk)
+    try:
+        size = recording.file.size
+        audio = recording.file.open("rb")
+    except FileNotFoundError as exc:
+        raise Http404("The recording's file is gone.") from exc
+    match = RANGE.match(request.headers.get("Range", "").strip())
+    if match is None or match.groups() == ("", ""):
+        response: HttpResponse = FileResponse(audio, content_type="audio/ogg")
+        response["Accept-Ranges"] = "bytes"
+        return response
+    first, last = match.groups()
+    start = int(first) if first else max(0, size - int(last))  # "-N": the last N bytes
+    end = min(int(last), size - 1) if first and last else size - 1
+    end = min(end, start + MAX_RANGE_BYTES - 1)
+    if start > end or start >= size:
+        audio.close()
+        response = HttpResponse(status=416)
+        response["Content-Range"] = f"bytes */{size}"
+        return response
+    with audio:
+        audio.seek(start)
+        body = audio.read(end - start + 1)
+    response = HttpResponse(body, status=206, content_type="audio/ogg")
+    response["Content-Range"] = f"bytes {start}-{end}/{size}"
+    response["Accept-Ranges"] = "bytes"
+    return response
 
 
 # --- Analytics -------------------------------------------------------------------

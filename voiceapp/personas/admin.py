@@ -95,6 +95,10 @@ class PersonaAdmin(admin.ModelAdmin):
             {"fields": ("vad_threshold", "end_of_turn_silence_ms", "interruptions_enabled")},
         ),
         ("Limits", {"fields": ("idle_timeout_s", "max_call_duration_s", "allowed_origins")}),
+        (
+            "Call recording",
+            {"fields": ("record_calls", "recording_notice", "recording_retention_days")},
+        ),
     )
 
     def get_list_filter(self, request: HttpRequest) -> list[Any]:

@@ -84,6 +84,9 @@ class PersonaSerializer(serializers.ModelSerializer):
             "is_active",
             "llm_endpoint",
             "asr_model",
+            "record_calls",
+            "recording_notice",
+            "recording_retention_days",
             "created_at",
             "updated_at",
         ]

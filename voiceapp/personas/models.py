@@ -52,6 +52,9 @@ class ASRModel(models.TextChoices):
     BASE = "base", "Whisper base (more accurate, slower)"
 
 
+RECORDING_RETENTION_DAYS = 30  # a persona's default for how long call recordings are kept
+
+
 class Persona(models.Model):
     """An agent a business configures: what it says, how it sounds, how it takes turns."""
 
@@ -150,6 +153,26 @@ class Persona(models.Model):
         choices=ASRModel.choices,
         default=ASRModel.TINY_EN,
         help_text="Whisper base hears more words right and takes longer per turn than tiny.en.",
+    )
+    record_calls = models.BooleanField(
+        default=False,
+        help_text="Keep the audio of each call (caller and agent) to listen to on the call's "
+        "page. Many places require telling callers: say so in the greeting or the notice below.",
+    )
+    recording_notice = models.CharField(
+        max_length=300,
+        blank=True,
+        help_text="Spoken at the start of every recorded call, before the greeting "
+        "(for example “This call is recorded.”). Empty: nothing is added.",
+    )
+    recording_retention_days = models.PositiveIntegerField(
+        "keep recordings (days)",
+        default=RECORDING_RETENTION_DAYS,
+        validators=[
+            MinValueValidator(1, "Keep recordings between 1 and 3650 days."),
+            MaxValueValidator(3650, "Keep recordings between 1 and 3650 days."),
+        ],
+        help_text="Recordings are deleted this many days after the call (or with the call).",
     )
 
     class Meta:

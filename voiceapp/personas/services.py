@@ -55,6 +55,9 @@ PERSONA_FIELDS = (
     "is_active",
     "llm_endpoint",
     "asr_model",
+    "record_calls",
+    "recording_notice",
+    "recording_retention_days",
 )
 
 

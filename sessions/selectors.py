@@ -3,7 +3,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 
-from django.db.models import Count, Prefetch, Q, QuerySet, Sum
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet, Sum
 from django.db.models.functions import TruncDate
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
@@ -28,10 +28,18 @@ def call_list(
     persona: Persona | None = None,
     start: date | None = None,
     end: date | None = None,
+    end_reason: str | None = None,
+    text: str | None = None,
 ) -> QuerySet[Call]:
     """The organization's calls, newest first; ``start``/``end`` are UTC days
-    (inclusive) the call started in."""
+    (inclusive) the call started in; ``text`` is found in any transcript entry,
+    ignoring case."""
     calls = Call.objects.filter(org=org).select_related("persona")
+    if end_reason:
+        calls = calls.filter(end_reason=end_reason)
+    if text:
+        said = CallItem.objects.filter(call=OuterRef("pk"), text__icontains=text)
+        calls = calls.filter(Exists(said))
     if persona is not None:
         persona_id = persona.pk
     if persona_id:

@@ -37,7 +37,7 @@ from sessions.realtime.settings import (
 from sessions.realtime.translator import Reply, Translator
 from voiceapp.engine.audio import AudioFormatError
 from voiceapp.engine.call import VoiceCall
-from voiceapp.engine.frames import ResponseDone
+from voiceapp.engine.frames import ResponseDone, TTSAudio
 from voiceapp.engine.inference import Inference, InferenceError
 from voiceapp.engine.tts import VoiceSpec
 
@@ -177,6 +177,7 @@ class RealtimeSession:
         pending = [t for t in self._tasks if t is not current]
         if pending:
             await asyncio.wait(pending, timeout=2.0)
+        await self._record_last_frames()
         if self._writes:
             await asyncio.wait(set(self._writes), timeout=10.0)
         with contextlib.suppress(Exception):
@@ -189,6 +190,19 @@ class RealtimeSession:
             except Exception:
                 log.exception("session %s: the call's audio could not be kept", self.id)
         self.ended.set()
+
+    async def _record_last_frames(self) -> None:
+        """What the call left unsent as it closed goes to the record: a reply cut
+        off by the hang-up ends there with the words already played, marked
+        interrupted, and its turn's spans. Nothing reaches the client any more
+        (`_send` drops events once closed; audio is skipped)."""
+        try:
+            async with asyncio.timeout(5.0):  # the closed call's frames end with its sentinel
+                async for frame in self.call.frames():
+                    if not isinstance(frame, TTSAudio):
+                        await self.translator.on_frame(frame)
+        except Exception:
+            log.exception("session %s: recording the call's last frames failed", self.id)
 
     async def end(self, reason: str, *, goodbye: bool = True) -> None:
         """End the call from the server side: say goodbye, then close the transport."""

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
-from voiceapp.dashboard.charts import bar_heights, line_chart, nice_ceiling
+from voiceapp.dashboard.charts import bar_heights, line_chart, nice_ceiling, turn_rows
 
 
 @pytest.mark.parametrize(
@@ -39,3 +41,41 @@ def test_line_chart_without_values_is_empty() -> None:
 def test_bar_heights() -> None:
     assert bar_heights([0, 5, 10]) == [0.0, 50.0, 100.0]
     assert bar_heights([0, 0]) == [0.0, 0.0]
+
+
+def test_turn_rows_number_every_turn_and_place_each_span() -> None:
+    # given a greeting (no caller speech) and a measured answer, in ms
+    greeting = SimpleNamespace(status="cancelled", tts_first_audio_ms=80.0)
+    answer = SimpleNamespace(
+        status="completed",
+        v2v_ms=500.0,
+        endpoint_ms=200.0,
+        asr_ms=100.0,
+        llm_queue_ms=5.0,
+        llm_first_token_ms=50.0,
+        first_clause_ms=100.0,
+        tts_first_audio_ms=100.0,
+    )
+
+    # when they are laid out
+    first, second = turn_rows([greeting, answer])
+
+    # then both are numbered, in order; only the answer has a v2v mark
+    assert (first.number, first.v2v_left, second.number) == (1, None, 2)
+    assert second.v2v_left == 100.0  # the longest extent: 500 ms
+    assert first.values == [None, None, None, None, None, None, 80.0]
+    # and each span starts where it follows from, the LLM's three at the LLM's start
+    place = {bar.label: (bar.left, bar.width) for bar in second.bars}
+    assert place == {
+        "End of turn": (0.0, 40.0),
+        "ASR final": (40.0, 20.0),
+        "LLM queue": (60.0, 1.0),
+        "LLM first token": (60.0, 10.0),
+        "LLM to first clause": (60.0, 20.0),
+        "TTS first audio": (80.0, 20.0),
+    }
+    # and narrower bars come later, so they are drawn on top of wider ones
+    assert [bar.label for bar in second.bars][-1] == "LLM queue"
+    assert [bar.width for bar in second.bars] == sorted(
+        (b.width for b in second.bars), reverse=True
+    )

@@ -219,11 +219,11 @@ def test_unreadable_origins_are_form_errors(tenant_a: Tenant, origin: str) -> No
         "persona=-1&key=1.5",
     ],
 )
-@pytest.mark.parametrize("page", ["dashboard:widget", "dashboard:call_list"])
-def test_bad_query_strings_are_ignored(tenant_a: Tenant, page: str, query: str) -> None:
+def test_bad_query_strings_are_ignored(tenant_a: Tenant, query: str) -> None:
+    # (the calls list answers a bad filter with a message: tests/dashboard/test_call_pages.py)
     publishable_key_create(org=tenant_a.org, name="site", allowed_origins=["https://alpha.test"])
 
-    response = tenant_a.client.get(reverse(page) + "?" + query)
+    response = tenant_a.client.get(reverse("dashboard:widget") + "?" + query)
 
     assert response.status_code == 200
 
@@ -329,7 +329,7 @@ def test_call_page_shows_transcript_and_waterfall(tenant_a: Tenant) -> None:
     assert reverse("dashboard:call_detail", args=[call.pk]).encode() in listing.content
     html = page.content.decode()
     assert "Where is Paris?" in html and "In France, on the" in html and "interrupted" in html
-    assert "610 ms" in html and html.count('class="wf-bar"') == 5
+    assert "610 ms" in html and html.count('class="wf-bar"') == 6
     assert "Caller hung up" in html
 
 

@@ -33,9 +33,14 @@ values = st.one_of(
     st.text(max_size=30),
     st.integers(-(2**70), 2**70).map(str),
     st.sampled_from(["1'", "abc", "%00", "\x00", "1.5", "-1", "\uff11", "99999999999999999999"]),
+    # dates and end reasons, for the calls list's filters
+    st.dates().map(str),
+    st.sampled_from(["2026-02-30", "9999-12-31", "0001-01-01", "2026-1-5", "hangup", "lost"]),
 )
 queries = st.dictionaries(
-    st.sampled_from(["persona", "key", "page", "org", "q", "sort"]), values, max_size=3
+    st.sampled_from(["persona", "key", "page", "org", "q", "sort", "start", "end", "end_reason"]),
+    values,
+    max_size=4,
 )
 
 

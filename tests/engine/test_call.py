@@ -206,6 +206,57 @@ async def test_barge_in_stops_the_reply_and_truncates_history(
     assert interruption.audio_played_ms > 0
 
 
+async def test_hang_up_mid_reply_keeps_what_was_heard(
+    new_call: MakeCall, clips: dict[str, Clip]
+) -> None:
+    # given a long reply to a spoken question, being played at real-time pace
+    call = new_call(playback_lead_ms=200)
+    rate = 24000
+    lead = np.concatenate([silence(0.3).at(rate), clips["story"].at(rate), silence(1.0).at(rate)])
+    feeder = asyncio.create_task(feed(call, lead, rate, realtime=True))
+    frames = await collect_until(call, lambda f: isinstance(f, TTSAudio), timeout_s=30)
+    first_audio_at = time.monotonic()
+    await feeder
+    response_id = frames[-1].response_id
+    await asyncio.sleep(max(0.0, first_audio_at + 1.0 - time.monotonic()))  # ~1 s is heard
+    # when the caller hangs up
+    closed_at = time.monotonic()
+    await call.close()
+    after = [frame async for frame in call.frames()]
+    # then the reply ends as cut off, with the words its played audio said
+    interruption = of(after, Interruption)[0]
+    done = of(after, ResponseDone)[-1]
+    assert interruption.response_id == done.response_id == response_id
+    assert done.status == "cancelled" and done.text == interruption.heard_text
+    planned = "".join(f.text for f in [*frames, *after] if isinstance(f, LLMToken)).strip()
+    assert interruption.heard_text and len(interruption.heard_text) < len(planned)
+    assert 500 <= interruption.audio_played_ms <= 1000 * (closed_at - first_audio_at) + 50
+    # and nothing of it is sent after the cut; the turn keeps its spans
+    assert not [f for f in after[after.index(interruption) :] if isinstance(f, TTSAudio)]
+    assert done.latency["v2v_ms"] is not None and done.latency["v2v_ms"] > 0
+    assert done.latency["tts_first_audio_ms"] is not None
+    # and the history keeps only what was heard
+    assert call.history[-1] == {"role": "assistant", "content": interruption.heard_text}
+
+
+async def test_hang_up_during_the_greeting_keeps_what_was_heard(new_call: MakeCall) -> None:
+    # given a greeting being played at real-time pace
+    greeting = "Hello and welcome to the city library, I can help you find books and events."
+    call = new_call(playback_lead_ms=200)
+    greeting_id = call.say(greeting)
+    await collect_until(call, lambda f: isinstance(f, TTSAudio), timeout_s=20)
+    await asyncio.sleep(1.0)
+    # when the caller hangs up
+    await call.close()
+    after = [frame async for frame in call.frames()]
+    # then the greeting ends cancelled, holding the part that was played
+    done = of(after, ResponseDone)[-1]
+    assert done.response_id == greeting_id and done.status == "cancelled"
+    assert done.text and greeting.startswith(done.text) and done.text != greeting
+    assert of(after, Interruption)[0].heard_text == done.text
+    assert call.history == [{"role": "assistant", "content": done.text}]
+
+
 async def test_bad_audio_is_an_error_or_handled(new_call: MakeCall, clips: dict[str, Clip]) -> None:
     call = new_call()
     # NaN, odd bytes, impossible rates: clear errors, and the call goes on

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import difflib
 import json
 import time
@@ -15,6 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 import websockets
+from django.template.defaultfilters import floatformat
+from django.urls import reverse
 from openai import AsyncOpenAI
 
 from sessions.models import Call, CallItem, CallTurn
@@ -570,6 +573,68 @@ def test_barge_in_cancels_and_truncates(
     assert len(heard) <= len(sent)
     item = CallItem.objects.get(role="assistant")
     assert item.interrupted and item.text == heard
+
+
+def test_hang_up_mid_reply_keeps_what_was_heard(
+    voice_server: LiveServer,
+    tenant_a: Tenant,
+    secret_key_a: str,
+    quiet_persona: Persona,
+    story_pcm: bytes,
+) -> None:
+    # given a persona whose replies are long stories
+    quiet_persona.instructions = "You tell long, detailed stories of at least ten sentences."
+    quiet_persona.max_reply_tokens = 300
+    quiet_persona.save()
+
+    async def scenario() -> list[dict[str, Any]]:
+        ws = await raw_connect(voice_server, secret_key_a)
+        events: list[dict[str, Any]] = []
+        speaking = asyncio.Event()
+
+        async def receive() -> None:
+            with contextlib.suppress(websockets.ConnectionClosed):
+                async for message in ws:
+                    events.append(json.loads(message))
+                    if events[-1]["type"] == "response.output_audio.delta":
+                        speaking.set()
+
+        receiver = asyncio.ensure_future(receive())
+        sender = asyncio.ensure_future(
+            stream_audio(lambda e: ws.send(json.dumps(e)), story_pcm, trailing_silence_s=12)
+        )
+        try:
+            async with asyncio.timeout(90):
+                await speaking.wait()
+            await asyncio.sleep(2.0)  # about 2 s of the reply is heard
+        finally:
+            # when the caller hangs up in the middle of the reply
+            sender.cancel()
+            await ws.close()
+            await receiver
+        return events
+
+    events = asyncio.run(scenario())
+    wait_calls_ended()
+
+    # then the record keeps the reply as far as it was played, marked interrupted
+    assert not of_type(events, "response.done")  # it was still going out
+    call = Call.objects.get()
+    assert call.end_reason == "hangup"
+    item = CallItem.objects.get(call=call, role="assistant")
+    sent = "".join(e["delta"] for e in of_type(events, "response.output_audio_transcript.delta"))
+    heard = item.text.split()
+    assert item.interrupted and heard and sent.split()[: len(heard)] == heard
+    assert len(heard) < len(sent.split())
+    # and its turn, with the spans of a spoken reply
+    turn = CallTurn.objects.get(call=call)
+    assert turn.status == "cancelled"
+    assert turn.v2v_ms is not None and turn.v2v_ms > 0
+    assert turn.asr_ms is not None and turn.tts_first_audio_ms is not None
+    # and the call's page shows both
+    page = tenant_a.client.get(reverse("dashboard:call_detail", args=[call.pk])).content.decode()
+    assert item.text in page and "No spoken turns were measured" not in page
+    assert f"{floatformat(turn.v2v_ms, 0)} ms" in page
 
 
 def test_concurrency_cap(

@@ -333,13 +333,14 @@ async def test_barge_in_flushes_the_agents_audio(
     await persona.asave()
     secret = await sync_to_async(make_secret)()
     client = client_peer
-    status, _, body = await asyncio.to_thread(
+    status, headers, body = await asyncio.to_thread(
         http_post,
         f"{voice_server.url}/v1/realtime/calls",
         (await client.offer()).encode(),
         {"Content-Type": "application/sdp", "Authorization": f"Bearer {secret}"},
     )
     assert status == 201, body
+    call_id = headers["Location"].rsplit("/", 1)[1]
     await client.accept(body.decode())
     await client.wait_for(of_type("session.created"), 20)
     client.mic.say(np.concatenate([at_48k(story_pcm), np.zeros(RATE // 2, np.float32)]))
@@ -359,6 +360,9 @@ async def test_barge_in_flushes_the_agents_audio(
     after = client.audio_since(interrupted_at + 0.2, interrupted_at + 0.9)
     assert np.abs(before).max() > 0.05
     assert len(after) and np.abs(after).max() < 0.01, np.abs(after).max()
+    # (the caller hangs up: the server's last writes finish before the test's teardown)
+    await client.close()
+    await call_ended(call_id)
 
 
 @pytest.mark.slow

@@ -98,3 +98,110 @@ def bar_heights(values: Sequence[float]) -> list[float]:
     """Each value as a percentage of the largest (0 for all when all are 0)."""
     top = max(values, default=0)
     return [100 * v / top if top else 0.0 for v in values]
+
+
+# --- One call's turns: the waterfall and the table under it -------------------
+
+
+@dataclass(frozen=True)
+class Span:
+    name: str  # the CallTurn field, in ms
+    label: str
+    colour: str
+
+
+# A turn's spans as the call page names them: the waterfall's legend, its bars'
+# titles and the table's columns all come from this one list, in this order.
+# v2v is the marker on the waterfall; the others are its bars.
+TURN_SPANS: tuple[Span, ...] = (
+    Span("v2v_ms", "Voice to voice", "#0f172a"),
+    Span("endpoint_ms", "End of turn", "#94a3b8"),
+    Span("asr_ms", "ASR final", "#60a5fa"),
+    Span("llm_queue_ms", "LLM queue", "#f59e0b"),
+    Span("llm_first_token_ms", "LLM first token", "#a78bfa"),
+    Span("first_clause_ms", "LLM to first clause", "#f472b6"),
+    Span("tts_first_audio_ms", "TTS first audio", "#34d399"),
+)
+V2V = TURN_SPANS[0]
+
+
+@dataclass(frozen=True)
+class Bar:
+    label: str
+    colour: str
+    ms: int
+    left: float  # % of the track
+    width: float
+
+
+@dataclass(frozen=True)
+class TurnRow:
+    number: int  # the turn's number on the page, 1 for the call's first response
+    status: str
+    v2v_ms: float | None
+    v2v_left: float | None  # % of the track; None where no reply audio followed speech
+    bars: list[Bar]  # widest first, so the narrower ones are drawn on top
+    values: list[float | None]  # one per TURN_SPANS entry
+
+
+def _ms(turn: object, name: str) -> float | None:
+    value = getattr(turn, name, None)
+    return float(value) if isinstance(value, int | float) else None
+
+
+def turn_rows(turns: Sequence[object]) -> list[TurnRow]:
+    """Every turn of a call, numbered in order, with its spans on one axis in ms
+    after the caller stopped speaking: the end-of-turn wait, ASR, then the LLM
+    (its queue and first token inside the time to its first clause), then TTS of
+    that clause. Speculative work that overlapped the wait is drawn after it, so
+    bars can reach past the v2v mark. A turn without caller speech (a greeting)
+    starts at 0."""
+
+    def get(turn: object, name: str) -> float:
+        return _ms(turn, name) or 0.0
+
+    def clause(turn: object) -> float:
+        return get(turn, "first_clause_ms") or get(turn, "llm_first_token_ms")
+
+    def extent(turn: object) -> float:
+        spans = get(turn, "endpoint_ms") + get(turn, "asr_ms") + clause(turn)
+        return max(get(turn, "v2v_ms"), spans + get(turn, "tts_first_audio_ms"))
+
+    longest = max([extent(t) for t in turns] + [1.0])
+    rows = []
+    for number, turn in enumerate(turns, 1):
+        llm_start = get(turn, "endpoint_ms") + get(turn, "asr_ms")
+        starts = {
+            "endpoint_ms": 0.0,
+            "asr_ms": get(turn, "endpoint_ms"),
+            "llm_queue_ms": llm_start,
+            "llm_first_token_ms": llm_start,
+            "first_clause_ms": llm_start,
+            "tts_first_audio_ms": llm_start + clause(turn),
+        }
+        bars = []
+        for span in TURN_SPANS[1:]:
+            value = _ms(turn, span.name)
+            if value is None:
+                continue
+            bars.append(
+                Bar(
+                    label=span.label,
+                    colour=span.colour,
+                    ms=round(value),
+                    left=100 * starts[span.name] / longest,
+                    width=100 * value / longest,
+                )
+            )
+        v2v = _ms(turn, V2V.name)
+        rows.append(
+            TurnRow(
+                number=number,
+                status=str(getattr(turn, "status", "")),
+                v2v_ms=v2v,
+                v2v_left=None if v2v is None else 100 * v2v / longest,
+                bars=sorted(bars, key=lambda b: -b.width),
+                values=[_ms(turn, span.name) for span in TURN_SPANS],
+            )
+        )
+    return rows

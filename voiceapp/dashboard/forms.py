@@ -1,13 +1,16 @@
 from __future__ import annotations
 
+from datetime import date
 from typing import Any
 
 from allauth.account.forms import SignupForm as AllauthSignupForm
 from django import forms
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.http import HttpRequest
 
+from sessions.models import Call
 from voiceapp.personas.models import (
     RECORDING_RETENTION_DAYS,
     ASRModel,
@@ -279,3 +282,59 @@ class WebhookEndpointForm(forms.Form):
         initial=[EventType.CALL_ENDED],
         label="Events",
     )
+
+
+FIRST_DAY, LAST_DAY = date(2000, 1, 1), date(2999, 12, 31)
+DAY_HELP = f"Give a date like 2026-01-31, from {FIRST_DAY} to {LAST_DAY}."
+
+
+class DayField(forms.DateField):
+    """A day written YYYY-MM-DD, within the years calls can have."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(
+            required=False,
+            input_formats=["%Y-%m-%d"],
+            error_messages={"invalid": DAY_HELP},
+            validators=[
+                MinValueValidator(FIRST_DAY, message=DAY_HELP),
+                MaxValueValidator(LAST_DAY, message=DAY_HELP),
+            ],
+            widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
+            **kwargs,
+        )
+
+
+class CallFilterForm(forms.Form):
+    """The calls list's filters, read from the query string; all optional.
+    ``start``/``end`` are UTC days, both included."""
+
+    q = forms.CharField(
+        required=False,
+        max_length=200,
+        label="Search transcripts",
+        widget=forms.TextInput(attrs={"type": "search", "placeholder": "Words said in the call"}),
+    )
+    persona = forms.TypedChoiceField(required=False, coerce=int, empty_value=None)
+    end_reason = forms.ChoiceField(
+        required=False, label="Ended", choices=[("", "Any ending"), *Call.EndReason.choices]
+    )
+    start = DayField(label="From")
+    end = DayField(label="To")
+
+    def __init__(self, *args: Any, personas: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        persona = self.fields["persona"]
+        assert isinstance(persona, forms.TypedChoiceField)
+        persona.choices = [("", "All personas"), *((p.pk, p.name) for p in personas)]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        start, end = data.get("start"), data.get("end")
+        if start and end and end < start:
+            self.add_error("end", "The end date is before the start date.")
+        return data
+
+    def active(self) -> dict[str, str]:
+        """The filters in use, as query parameters (for the page links)."""
+        return {name: str(self.data[name]) for name in self.fields if self.data.get(name)}

@@ -30,8 +30,9 @@ from sessions.auth import client_secret_create
 from sessions.models import Call
 from sessions.selectors import call_get, call_list, call_recording_find, call_recording_get
 from sessions.views import widget_session_payload
-from voiceapp.dashboard.charts import bar_heights, line_chart
+from voiceapp.dashboard.charts import TURN_SPANS, bar_heights, line_chart, turn_rows
 from voiceapp.dashboard.forms import (
+    CallFilterForm,
     InvitationForm,
     LLMEndpointForm,
     OrganizationForm,
@@ -625,77 +626,43 @@ def widget(request: HttpRequest, membership: Membership) -> HttpResponse:
 
 # --- Calls ---------------------------------------------------------------------
 
-WATERFALL_SPANS = [
-    ("endpoint_ms", "End of turn", "#94a3b8"),
-    ("asr_ms", "ASR final", "#60a5fa"),
-    ("first_clause_ms", "LLM to first clause", "#f472b6"),
-    ("llm_first_token_ms", "LLM first token", "#a78bfa"),
-    ("tts_first_audio_ms", "TTS first audio", "#34d399"),
-]
-
 
 @org_required()
 def call_list_view(request: HttpRequest, membership: Membership) -> HttpResponse:
     org = membership.org
     personas = persona_list(org=org)
-    persona = personas.filter(pk=_id_param(request, "persona")).first()
-    calls = call_list(org=org, persona_id=persona.pk if persona else None)
+    form = CallFilterForm(request.GET, personas=personas)
+    valid = form.is_valid()
+    calls = call_list(org=org).none()
+    if valid:
+        filters = form.cleaned_data
+        calls = call_list(
+            org=org,
+            persona_id=filters["persona"],
+            start=filters["start"],
+            end=filters["end"],
+            end_reason=filters["end_reason"] or None,
+            text=filters["q"].strip() or None,
+        )
     page = Paginator(calls, 25).get_page(request.GET.get("page"))
     return render(
         request,
         "dashboard/call_list.html",
-        {"section": "calls", "page": page, "personas": personas, "persona": persona},
+        {
+            "section": "calls",
+            "page": page,
+            "form": form,
+            "filtered": bool(form.active()),
+            "filter_query": urlencode(form.active()),
+        },
+        status=200 if valid else 400,
     )
-
-
-def _waterfall(turns: list[Any]) -> list[dict[str, Any]]:
-    """Each turn's spans on one axis, in ms after the caller stopped speaking:
-    the end-of-turn wait, ASR, the LLM up to its first clause (its first token
-    marked inside), then TTS of that clause. Speculative work that overlapped
-    the wait is drawn after it, so the bars can reach past the v2v mark."""
-
-    def extent(t: Any) -> float:
-        clause = t.first_clause_ms or t.llm_first_token_ms or 0
-        spans = (t.endpoint_ms or 0) + (t.asr_ms or 0) + clause + (t.tts_first_audio_ms or 0)
-        return max(t.v2v_ms or 0, spans)
-
-    longest = max([extent(t) for t in turns] + [1])
-    rows = []
-    for index, turn in enumerate(turns, 1):
-        endpoint, asr = turn.endpoint_ms or 0, turn.asr_ms or 0
-        llm_start = endpoint + asr
-        clause = turn.first_clause_ms or turn.llm_first_token_ms or 0
-        starts = {
-            "endpoint_ms": 0.0,
-            "asr_ms": endpoint,
-            "first_clause_ms": llm_start,
-            "llm_first_token_ms": llm_start,
-            "tts_first_audio_ms": llm_start + clause,
-        }
-        bars = []
-        for name, label, colour in WATERFALL_SPANS:
-            value = getattr(turn, name)
-            if value is None:
-                continue
-            bars.append(
-                {
-                    "label": label,
-                    "colour": colour,
-                    "ms": round(value),
-                    "left": 100 * starts[name] / longest,
-                    "width": 100 * value / longest,
-                }
-            )
-        rows.append(
-            {"index": index, "turn": turn, "bars": bars, "v2v_left": 100 * turn.v2v_ms / longest}
-        )
-    return rows
 
 
 @org_required()
 def call_detail_view(request: HttpRequest, membership: Membership, pk: str) -> HttpResponse:
     call = call_get(org=membership.org, pk=pk)
-    turns = list(call.turns.all())
+    rows = turn_rows(list(call.turns.all()))
     return render(
         request,
         "dashboard/call_detail.html",
@@ -703,9 +670,9 @@ def call_detail_view(request: HttpRequest, membership: Membership, pk: str) -> H
             "section": "calls",
             "call": call,
             "items": call.items.all(),
-            "turns": turns,
-            "waterfall": _waterfall([t for t in turns if t.v2v_ms is not None]),
-            "legend": WATERFALL_SPANS,
+            "turn_rows": rows,
+            "measured": any(row.v2v_ms is not None for row in rows),
+            "spans": TURN_SPANS,
             "recording": call_recording_find(org=membership.org, call_pk=pk),
         },
     )
@@ -750,15 +717,7 @@ def call_recording_audio(request: HttpRequest, membership: Membership, pk: str) 
 # --- Analytics -------------------------------------------------------------------
 
 ANALYTICS_RANGES = (7, 30, 90)
-SPAN_LABELS = {
-    "v2v_ms": "Voice to voice",
-    "endpoint_ms": "End of turn",
-    "asr_ms": "ASR final",
-    "llm_queue_ms": "LLM queue",
-    "llm_first_token_ms": "LLM first token",
-    "first_clause_ms": "LLM to first clause",
-    "tts_first_audio_ms": "TTS first audio",
-}
+SPAN_LABELS = {span.name: span.label for span in TURN_SPANS}
 PERCENTILE_COLOURS = (("p50", "#60a5fa"), ("p95", "#f59e0b"), ("p99", "#ef4444"))
 
 

@@ -312,10 +312,18 @@ class VoiceCall:
         return heard
 
     async def close(self, wait_s: float = 2.0) -> None:
-        """Cancel everything the call started and end `frames()`."""
+        """Cancel everything the call started and end `frames()`.
+
+        A reply still going out (the caller hung up over it) is cut off as a
+        barge-in cuts it: `Interruption` and a cancelled `ResponseDone` holding
+        the words already played go out before `frames()` ends, and the history
+        keeps those words.
+        """
         if self._closed:
             return
         self._closed = True
+        if self._active is not None:
+            self._finish_cancelled(self._active, interrupted=True)
         for response in (self._speculative, self._active):
             if response is not None:
                 response.tasks.cancel()
@@ -372,6 +380,7 @@ class VoiceCall:
             if self._item_id is not None and not self._speech_announced:
                 self._announce_speech()
             self._finish_cancelled(response, interrupted=True)
+            self.stats["interruptions"] += 1
 
     def _pause(self, response: Response) -> None:
         """Stop releasing the reply's audio; what was sent plays out at the client."""
@@ -976,8 +985,6 @@ class VoiceCall:
             return
         if response.user_text is not None or cancelled.heard:
             self.add_message("assistant", cancelled.heard)
-        if interrupted:
-            self.stats["interruptions"] += 1
 
     def _finish(self, response: Response, status: ResponseStatus) -> None:
         if response.done(status) is None:

@@ -101,7 +101,9 @@ class TTSAudio(Frame):
 
 @dataclass(frozen=True, slots=True)
 class Interruption(Frame):
-    """Barge-in: the user spoke over the reply; output was flushed."""
+    """The reply was cut off: the user spoke over it (barge-in) or hung up.
+
+    Output was flushed; `heard_text` is what its first `audio_played_ms` said."""
 
     response_id: str
     heard_text: str

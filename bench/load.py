@@ -349,8 +349,11 @@ async def _rtc_turn(peer: RtcCaller, question: Question) -> Turn:
         )
     except TimeoutError:
         return Turn(question.name, False, None, {})
-    async with asyncio.timeout(30):
-        await peer.reply_played(quiet_s=0.5)
+    try:
+        async with asyncio.timeout(30):
+            await peer.reply_played(quiet_s=0.5)
+    except TimeoutError:  # a reply without audio, or audio that never stopped
+        return Turn(question.name, False, None, done["response"].get("latency") or {})
     spoke, heard = peer.mic.marked_at, peer.first_voice_at
     v2v = round(1000 * (heard - spoke), 1) if spoke is not None and heard is not None else None
     await asyncio.sleep(0.5)

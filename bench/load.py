@@ -419,13 +419,7 @@ async def run_step(
     topo: Topology, calls: int, questions: list[Question], args: argparse.Namespace
 ) -> dict[str, Any]:
     transports = args.transports.split(",")
-    meter = ProcessMeter(
-        {
-            "web": topo.web.pid if topo.web else 0,
-            **{f"worker{i}": p.pid for i, p in enumerate(topo.worker_procs)},
-            "generator": os.getpid(),
-        }
-    )
+    meter = ProcessMeter({**topo.pids(), "generator": os.getpid()})
     slack_s = args.slack_ms / 1000
 
     async def one(index: int) -> CallerResult:
@@ -514,12 +508,7 @@ def knee_of(steps: list[dict[str, Any]]) -> int:
 
 
 async def idle_figures(topo: Topology, seconds: float) -> dict[str, dict[str, float]]:
-    meter = ProcessMeter(
-        {
-            "web": topo.web.pid if topo.web else 0,
-            **{f"worker{i}": p.pid for i, p in enumerate(topo.worker_procs)},
-        }
-    )
+    meter = ProcessMeter(topo.pids())
     meter.start()
     await asyncio.sleep(seconds)
     _, figures = await meter.stop()

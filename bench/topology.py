@@ -79,6 +79,11 @@ class Topology:
     def procs(self) -> list[subprocess.Popen[bytes]]:
         return self.worker_procs + ([self.web] if self.web is not None else [])
 
+    def pids(self) -> dict[str, int]:
+        """The running processes by name: `web`, `worker0`, `worker1`..."""
+        named = {f"worker{i}": p.pid for i, p in enumerate(self.worker_procs)}
+        return {"web": self.web.pid, **named} if self.web is not None else named
+
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"

@@ -5,13 +5,13 @@ refusals are counted, not how fast this machine is."""
 from __future__ import annotations
 
 import math
+import os
+import time
 from typing import Any
 
 import pytest
 
-from bench.load import parser, run
-
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(280)]
+from bench.load import Playout, knee_of, parser, proc_cpu_s, proc_rss_mb, run
 
 
 def ramp(*args: str) -> Any:
@@ -22,6 +22,8 @@ def positive(value: Any) -> bool:
     return isinstance(value, int | float) and math.isfinite(value) and value > 0
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(280)
 async def test_a_ramp_of_one_and_two_callers_reports_each_figure() -> None:
     # given a pool that admits every call, when one then two callers (a WebSocket
     # caller and a WebRTC one) each ask a question
@@ -54,6 +56,8 @@ async def test_a_ramp_of_one_and_two_callers_reports_each_figure() -> None:
     assert report["knee"]["definition"]
 
 
+@pytest.mark.slow
+@pytest.mark.timeout(280)
 async def test_a_pool_of_one_call_refuses_the_second_caller() -> None:
     # given a worker sized for one call, when two callers start a second apart
     report = await ramp("--steps", "2", "--max-calls", "1", "--stagger-s", "1", "--keep-going")
@@ -63,3 +67,38 @@ async def test_a_pool_of_one_call_refuses_the_second_caller() -> None:
     assert step["refusals"] == {"server_busy": 1}, step
     assert step["all"]["answered"] == 1 and step["unanswered_turns"] == 0
     assert not step["passed"] and report["knee"]["calls"] == 0
+
+
+def test_playout_counts_a_delta_that_arrives_after_its_turn_to_play() -> None:
+    # given a reply whose deltas (100 ms of 24 kHz PCM16 each) are played as they
+    # arrive, with 100 ms of slack
+    playout = Playout(slack_s=0.1)
+    tenth = 4800  # bytes
+    # when three arrive at once, then one on time, then one 200 ms after its turn
+    for arrival in (0.0, 0.0, 0.0, 0.35, 0.7):
+        playout.on_audio(arrival, tenth)
+    # then only the last is late, by 200 ms (its turn: 0.1 s + 4 x 0.1 s = 0.5 s)
+    assert (playout.chunks, playout.late) == (5, 1)
+    assert playout.stall_s == pytest.approx(0.2)
+    # and playback resumed from it: the reply ends 100 ms of audio after it arrived
+    assert playout.ends_at == pytest.approx(0.8)
+
+
+def test_the_knee_is_the_last_of_the_steps_that_passed_in_a_row() -> None:
+    steps = [{"calls": n, "passed": ok} for n, ok in ((1, True), (2, True), (3, False))]
+    assert knee_of(steps) == 2
+    # a step that passes after one that failed does not raise it
+    assert knee_of([*steps, {"calls": 4, "passed": True}]) == 2
+    assert knee_of([{"calls": 1, "passed": False}]) == 0
+
+
+def test_cpu_and_memory_of_a_process_are_read_from_proc() -> None:
+    # given this process's CPU time so far
+    before = proc_cpu_s(os.getpid())
+    # when it spins for 0.3 s
+    deadline = time.process_time() + 0.3
+    while time.process_time() < deadline:
+        pass
+    # then /proc counted about that much more, and it holds memory
+    assert 0.2 <= proc_cpu_s(os.getpid()) - before <= 1.0
+    assert proc_rss_mb(os.getpid()) > 10

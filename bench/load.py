@@ -62,8 +62,8 @@ LOUD = 0.02  # a reply frame louder than this (peak, full scale 1) is the agent 
 STAGES = ("asr", "llm", "tts")
 KNEE = (
     "the largest N such that every step with 1..N simultaneous callers answered every "
-    "turn, refused no call, and kept the client-measured v2v p95 (all transports "
-    "together) within the budget"
+    "turn, refused no call, had no caller fail, and kept the client-measured v2v p95 "
+    "(all transports together) within the budget"
 )
 
 

@@ -219,7 +219,7 @@ async def live_ws(clips: list[WerClip], asr_model: str) -> dict[str, Any]:
 
     from voiceapp.engine.audio import float_to_pcm16
 
-    from .ws import Topology
+    from .topology import Topology
 
     texts: dict[str, str] = {}
     failures: dict[str, list[str]] = {}

@@ -19,14 +19,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
-import json
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 import time
-import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,142 +34,17 @@ from voiceapp.engine.tracing import SPAN_NAMES
 
 from .latency import save_report, stats
 from .questions import RATE, Question, load_questions
+from .topology import ROOT, Topology
 
-ROOT = Path(__file__).resolve().parent.parent
 CHUNK_S = 0.02
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+async def ask(
+    conn: Any, question: Question, on_audio: Callable[[float, int], None] | None = None
+) -> dict[str, Any]:
+    """Stream one spoken question like a microphone; time the reply as a client.
 
-
-def _manage(env: dict[str, str], *args: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout
-
-
-def _wait_line(path: Path, marker: str, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while marker not in path.read_text(errors="replace"):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"{marker!r} not seen:\n{path.read_text(errors='replace')[-2000:]}")
-        time.sleep(0.2)
-
-
-class Topology:
-    """daphne + inference worker processes, torn down on exit."""
-
-    def __init__(self, workdir: Path, workers: int) -> None:
-        self.workdir = workdir
-        self.port = _free_port()
-        self.env = {
-            **os.environ,
-            "DATA_DIR": str(workdir),
-            "REDIS_URL": os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"),
-            "CHANNELS_PREFIX": f"bench{uuid.uuid4().hex[:8]}",
-            "INFERENCE_EMBEDDED": "0",
-            "DEBUG": "0",
-            "SECRET_KEY": "bench-only-secret",
-            "SECURE_SSL_REDIRECT": "0",
-            "STATIC_MANIFEST": "0",
-            "ALLOWED_HOSTS": "127.0.0.1",
-            "ORG_MAX_CONCURRENT_CALLS": "50",
-            "PYTHONUNBUFFERED": "1",
-        }
-        self.env.pop("DATABASE_URL", None)
-        self.workers = workers
-        self.procs: list[subprocess.Popen[bytes]] = []
-
-    def __enter__(self) -> Topology:
-        _manage(self.env, "migrate", "--noinput", "-v0")
-        _manage(self.env, "sync_voices")
-        org = json.loads(
-            _manage(
-                self.env,
-                "create_organization",
-                "--name",
-                "Bench",
-                "--owner-email",
-                "bench@example.test",
-                "--json",
-            )
-        )
-        self.key = json.loads(_manage(self.env, "create_api_key", "--org", org["slug"], "--json"))[
-            "key"
-        ]
-        for n in range(self.workers):
-            log = self.workdir / f"worker{n}.log"
-            proc = subprocess.Popen(
-                [sys.executable, "manage.py", "inference_worker"],
-                cwd=ROOT,
-                env=self.env,
-                stdout=log.open("wb"),
-                stderr=subprocess.STDOUT,
-            )
-            self.procs.append(proc)
-            _wait_line(log, "WORKER READY", proc, 300)
-        log = self.workdir / "web.log"
-        web = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "daphne",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(self.port),
-                "--websocket-max-message-size",
-                "16777216",
-                "voiceapp.asgi:application",
-            ],
-            cwd=ROOT,
-            env=self.env,
-            stdout=log.open("wb"),
-            stderr=subprocess.STDOUT,
-        )
-        self.procs.append(web)
-        _wait_line(log, "Listening on TCP address", web, 60)
-        self._quiet_persona()
-        return self
-
-    def _quiet_persona(self) -> None:
-        """The bench measures answers, not greetings."""
-        self.patch_persona({"agent_speaks_first": False, "max_reply_tokens": 60})
-
-    def patch_persona(self, changes: dict[str, Any]) -> None:
-        import urllib.request
-
-        headers = {"Authorization": f"Bearer {self.key}", "Content-Type": "application/json"}
-        base = f"http://127.0.0.1:{self.port}/api/v1/personas/"
-        with urllib.request.urlopen(urllib.request.Request(base, headers=headers)) as r:
-            persona = json.loads(r.read())[0]
-        body = json.dumps(changes).encode()
-        request = urllib.request.Request(
-            f"{base}{persona['id']}/", data=body, method="PATCH", headers=headers
-        )
-        urllib.request.urlopen(request).read()
-
-    def __exit__(self, *exc: object) -> None:
-        for proc in self.procs:
-            proc.terminate()
-        for proc in self.procs:
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-
-
-async def ask(conn: Any, question: Question) -> dict[str, Any]:
-    """Stream one spoken question like a microphone; time the reply as a client."""
+    `on_audio(arrival, n_bytes)` sees every `response.output_audio.delta` (24 kHz PCM16)."""
     lead = np.zeros(int(0.4 * RATE), dtype=np.float32)
     tail = np.zeros(int(2.0 * RATE), dtype=np.float32)
     audio = np.concatenate([lead, question.samples, tail])
@@ -203,8 +75,12 @@ async def ask(conn: Any, question: Question) -> dict[str, Any]:
             async for event in conn:
                 if event.type == "conversation.item.input_audio_transcription.completed":
                     transcript = event.transcript
-                elif event.type == "response.output_audio.delta" and first_audio_at is None:
-                    first_audio_at = time.monotonic()
+                elif event.type == "response.output_audio.delta":
+                    arrival = time.monotonic()
+                    if first_audio_at is None:
+                        first_audio_at = arrival
+                    if on_audio is not None:
+                        on_audio(arrival, len(base64.b64decode(event.delta)))
                 elif event.type == "response.done":
                     response = event.response.model_dump()
                     break

@@ -133,13 +133,15 @@ def test_http_starts_without_quota_are_402(
 async def test_a_webrtc_offer_without_quota_is_402(
     tenant_a: Tenant, quiet_persona: Persona
 ) -> None:
-    from tests.sessions.test_webrtc import Client as Peer
+    from bench.rtc import Client as Peer
+    from sessions import webrtc
     from tests.sessions.test_webrtc import post_offer
 
     secret = (
         await sync_to_async(client_secret_create)(org=tenant_a.org, persona=quiet_persona, ttl_s=60)
     )[1]
     await sync_to_async(subscription_set_remaining)(org_id=tenant_a.org.pk, seconds=0)
+    webrtc.install_loopback_filter()
     peer = Peer()
     try:
         reply = await post_offer(await peer.offer(), secret)

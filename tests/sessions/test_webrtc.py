@@ -10,7 +10,6 @@ The refusals need no models and run in-process through Django's test client.
 from __future__ import annotations
 
 import asyncio
-import fractions
 import json
 import re
 import time
@@ -24,19 +23,16 @@ import aioice.ice
 import numpy as np
 import pytest
 from aiortc import (
-    MediaStreamTrack,
     RTCConfiguration,
     RTCPeerConnection,
-    RTCSessionDescription,
 )
-from aiortc.mediastreams import MediaStreamError
 from asgiref.sync import sync_to_async
-from av import AudioFrame
 from channels.testing import HttpCommunicator
 from django.core.asgi import get_asgi_application
 from django.db import connections
 from django.utils import timezone
 
+from bench.rtc import RATE, Client
 from sessions import webrtc
 from sessions.auth import client_secret_create
 from sessions.models import Call, ClientSecret
@@ -45,9 +41,6 @@ from voiceapp.engine.audio import resample
 from voiceapp.personas.models import Persona
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
-
-RATE = 48000
-FRAME = 960  # 20 ms
 
 
 def words(text: str) -> set[str]:
@@ -65,110 +58,6 @@ def http_post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict
             return response.status, dict(response.headers), response.read()
     except urllib.error.HTTPError as exc:
         return exc.code, dict(exc.headers), exc.read()
-
-
-class MicTrack(MediaStreamTrack):
-    """A microphone: 20 ms frames of 48 kHz stereo PCM16, silence unless `say()` queued audio."""
-
-    kind = "audio"
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._queue = np.zeros(0, dtype=np.float32)
-        self._start: float | None = None
-        self._pts = 0
-        self.said = asyncio.Event()
-
-    def say(self, samples: np.ndarray) -> None:
-        self._queue = np.concatenate([self._queue, samples.astype(np.float32)])
-        self.said.clear()
-
-    async def recv(self) -> AudioFrame:
-        if self.readyState != "live":
-            raise MediaStreamError
-        if self._start is None:
-            self._start = time.monotonic()
-        else:
-            self._pts += FRAME
-            await asyncio.sleep(max(0.0, self._start + self._pts / RATE - time.monotonic()))
-        piece = np.zeros(FRAME, dtype=np.float32)
-        take = self._queue[:FRAME]
-        piece[: len(take)] = take
-        self._queue = self._queue[FRAME:]
-        if not len(self._queue):
-            self.said.set()
-        pcm = (np.clip(piece, -1, 1) * 32767).astype("<i2")
-        frame = AudioFrame(format="s16", layout="stereo", samples=FRAME)
-        frame.planes[0].update(np.repeat(pcm, 2).tobytes())
-        frame.pts = self._pts
-        frame.sample_rate = RATE
-        frame.time_base = fractions.Fraction(1, RATE)
-        return frame
-
-
-class Client:
-    """An aiortc caller: mic track, `oai-events` channel, and what it hears."""
-
-    def __init__(self) -> None:
-        webrtc.install_loopback_filter()
-        self.pc = RTCPeerConnection(RTCConfiguration(iceServers=[]))
-        self.mic = MicTrack()
-        self.pc.addTrack(self.mic)
-        self.channel = self.pc.createDataChannel("oai-events")
-        self.events: list[dict[str, Any]] = []
-        self._new_event = asyncio.Event()
-        self.heard: list[tuple[float, np.ndarray]] = []  # (arrival, 48 kHz mono float)
-        self._tasks: set[asyncio.Task[None]] = set()
-        self.channel.on("message", self._on_message)
-        self.pc.on("track", self._on_track)
-
-    def _on_message(self, message: str | bytes) -> None:
-        self.events.append(json.loads(message))
-        self._new_event.set()
-
-    def _on_track(self, track: MediaStreamTrack) -> None:
-        task = asyncio.ensure_future(self._listen(track))
-        self._tasks.add(task)
-
-    async def _listen(self, track: MediaStreamTrack) -> None:
-        while True:
-            try:
-                frame = await track.recv()
-            except MediaStreamError:
-                return
-            assert isinstance(frame, AudioFrame)
-            pcm = frame.to_ndarray().reshape(-1, len(frame.layout.channels))
-            self.heard.append((time.monotonic(), pcm.mean(axis=1) / 32768.0))
-
-    async def offer(self) -> str:
-        await self.pc.setLocalDescription(await self.pc.createOffer())
-        return self.pc.localDescription.sdp
-
-    async def accept(self, answer: str) -> None:
-        await self.pc.setRemoteDescription(RTCSessionDescription(sdp=answer, type="answer"))
-
-    async def wait_for(
-        self, match: Callable[[dict[str, Any]], bool], timeout_s: float = 60.0, start: int = 0
-    ) -> tuple[int, dict[str, Any]]:
-        """The first event from index `start` on that matches, and its index."""
-        async with asyncio.timeout(timeout_s):
-            while True:
-                for i in range(start, len(self.events)):
-                    if match(self.events[i]):
-                        return i, self.events[i]
-                start = len(self.events)
-                self._new_event.clear()
-                await self._new_event.wait()
-
-    def audio_since(self, t0: float, t1: float) -> np.ndarray:
-        pieces = [a for t, a in self.heard if t0 <= t <= t1]
-        return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.float32)
-
-    async def close(self) -> None:
-        await self.pc.close()
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
 def of_type(kind: str) -> Callable[[dict[str, Any]], bool]:
@@ -207,6 +96,7 @@ def make_secret(persona: Persona) -> Callable[..., str]:
 
 @pytest.fixture
 async def client_peer() -> AsyncIterator[Client]:
+    webrtc.install_loopback_filter()
     client = Client()
     yield client
     await client.close()

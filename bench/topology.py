@@ -1,0 +1,172 @@
+"""The production topology on this machine, for benchmarks that are clients.
+
+daphne and separate `manage.py inference_worker` processes on Redis (REDIS_URL,
+default the local one), a throwaway SQLite database in `workdir` holding one
+org, its persona and a secret key. Used by bench.ws, bench.wer and bench.load.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _manage(env: dict[str, str], *args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout
+
+
+def _wait_line(path: Path, marker: str, proc: subprocess.Popen[bytes], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while marker not in path.read_text(errors="replace"):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"{marker!r} not seen:\n{path.read_text(errors='replace')[-2000:]}")
+        time.sleep(0.2)
+
+
+class Topology:
+    """daphne + inference worker processes, torn down on exit.
+
+    `env` adds to (and overrides) the settings the processes run with."""
+
+    def __init__(self, workdir: Path, workers: int, env: dict[str, str] | None = None) -> None:
+        self.workdir = workdir
+        self.port = _free_port()
+        self.env = {
+            **os.environ,
+            "DATA_DIR": str(workdir),
+            "REDIS_URL": os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"),
+            "CHANNELS_PREFIX": f"bench{uuid.uuid4().hex[:8]}",
+            "INFERENCE_EMBEDDED": "0",
+            "DEBUG": "0",
+            "SECRET_KEY": "bench-only-secret",
+            "SECURE_SSL_REDIRECT": "0",
+            "STATIC_MANIFEST": "0",
+            "ALLOWED_HOSTS": "127.0.0.1",
+            "ORG_MAX_CONCURRENT_CALLS": "50",
+            "PYTHONUNBUFFERED": "1",
+            **(env or {}),
+        }
+        self.env.pop("DATABASE_URL", None)
+        self.workers = workers
+        self.worker_procs: list[subprocess.Popen[bytes]] = []
+        self.web: subprocess.Popen[bytes] | None = None
+
+    @property
+    def procs(self) -> list[subprocess.Popen[bytes]]:
+        return self.worker_procs + ([self.web] if self.web is not None else [])
+
+    def pids(self) -> dict[str, int]:
+        """The running processes by name: `web`, `worker0`, `worker1`..."""
+        named = {f"worker{i}": p.pid for i, p in enumerate(self.worker_procs)}
+        return {"web": self.web.pid, **named} if self.web is not None else named
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> Topology:
+        try:
+            self._start()
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def _start(self) -> None:
+        _manage(self.env, "migrate", "--noinput", "-v0")
+        _manage(self.env, "sync_voices")
+        org = json.loads(
+            _manage(
+                self.env,
+                "create_organization",
+                "--name",
+                "Bench",
+                "--owner-email",
+                "bench@example.test",
+                "--json",
+            )
+        )
+        self.org_slug = org["slug"]
+        self.key = json.loads(_manage(self.env, "create_api_key", "--org", org["slug"], "--json"))[
+            "key"
+        ]
+        for n in range(self.workers):
+            log = self.workdir / f"worker{n}.log"
+            proc = subprocess.Popen(
+                [sys.executable, "manage.py", "inference_worker"],
+                cwd=ROOT,
+                env=self.env,
+                stdout=log.open("wb"),
+                stderr=subprocess.STDOUT,
+            )
+            self.worker_procs.append(proc)
+            _wait_line(log, "WORKER READY", proc, 300)
+        log = self.workdir / "web.log"
+        self.web = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                "--websocket-max-message-size",
+                "16777216",
+                "voiceapp.asgi:application",
+            ],
+            cwd=ROOT,
+            env=self.env,
+            stdout=log.open("wb"),
+            stderr=subprocess.STDOUT,
+        )
+        _wait_line(log, "Listening on TCP address", self.web, 60)
+        self._quiet_persona()
+
+    def _quiet_persona(self) -> None:
+        """The bench measures answers, not greetings."""
+        self.patch_persona({"agent_speaks_first": False, "max_reply_tokens": 60})
+
+    def patch_persona(self, changes: dict[str, Any]) -> None:
+        headers = {"Authorization": f"Bearer {self.key}", "Content-Type": "application/json"}
+        base = f"{self.base_url}/api/v1/personas/"
+        with urllib.request.urlopen(urllib.request.Request(base, headers=headers)) as r:
+            persona = json.loads(r.read())[0]
+        body = json.dumps(changes).encode()
+        request = urllib.request.Request(
+            f"{base}{persona['id']}/", data=body, method="PATCH", headers=headers
+        )
+        urllib.request.urlopen(request).read()
+
+    def __exit__(self, *exc: object) -> None:
+        for proc in self.procs:
+            proc.terminate()
+        for proc in self.procs:
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()

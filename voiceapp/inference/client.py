@@ -142,7 +142,7 @@ class ChannelStream(Generic[T]):
 
     async def _send_request(self) -> None:
         layer = self._client.layer
-        if self._reader is None:
+        if self._reader is None or self._reader.done():  # none yet, or it lost the layer
             self._reader = self._client.spawn(self._read())
             self._client.readers[self._reply] = self._reader
             self._reader.add_done_callback(lambda _t: self._client.readers.pop(self._reply, None))
@@ -160,7 +160,14 @@ class ChannelStream(Generic[T]):
             except Exception as exc:  # e.g. a dead worker's channel is full
                 log.info("%s request: %s unreachable (%s)", self._kind, self._prefer, exc)
                 self._prefer = None
-        await layer.send(CHANNELS[self._kind], self._request())
+        try:
+            await layer.send(CHANNELS[self._kind], self._request())
+        except Exception as exc:  # Redis away: this request fails, the call goes on
+            await self._finish()
+            raise InferenceError(
+                f"{self._kind} request not sent: channel layer unreachable ({exc})",
+                "layer_unavailable",
+            ) from exc
 
     def _request(self) -> dict[str, Any]:
         self._accept_by = time.time() + self._accept_timeout()

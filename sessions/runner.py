@@ -27,10 +27,10 @@ from sessions import admission, recordings, services
 from sessions.auth import AuthError, CallGrant, grant_revocation_sync
 from sessions.live import LiveStore, live_store
 from sessions.models import Call
-from sessions.record_buffer import UNREACHABLE, record_buffer
 from sessions.realtime import Limits, RealtimeSession, Transport
 from sessions.realtime.recorder import Usage
 from sessions.realtime.recording import CallAudioCapture, CaptureResult
+from sessions.record_buffer import UNREACHABLE, record_buffer
 from voiceapp.engine.call import VoiceCall
 from voiceapp.engine.tts import VoiceSpec
 from voiceapp.inference.runtime import (
@@ -109,7 +109,11 @@ class DbRecorder:
 
     async def truncate(self, item_id: str, text: str) -> None:
         self.buffer.submit(
-            "truncate", services.call_item_truncate, call_id=self.call_id, item_id=item_id, text=text
+            "truncate",
+            services.call_item_truncate,
+            call_id=self.call_id,
+            item_id=item_id,
+            text=text,
         )
 
     async def turn(self, response_id: str, status: str, at_s: float, spans: dict[str, Any]) -> None:
@@ -147,7 +151,10 @@ class DbRecorder:
 
     async def alive(self, history: list[dict[str, str]]) -> None:
         self.history = history
-        await live_store().save(self.call_id, self._state(), settings.CALL_RESUME_WINDOW_S + 60)
+        state = self._state()
+        await _live(
+            "save", live_store().save(self.call_id, state, settings.CALL_RESUME_WINDOW_S + 60)
+        )
 
     async def heartbeat(self) -> None:
         store = live_store()

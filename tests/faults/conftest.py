@@ -36,7 +36,6 @@ def quiet_persona(tenant_a: Tenant) -> Persona:
     return persona
 
 
-
 @pytest.fixture(scope="session")
 def question_pcm() -> bytes:
     """“What is the capital of France?” spoken by Piper, as PCM16 24 kHz mono."""

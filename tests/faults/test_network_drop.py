@@ -47,7 +47,9 @@ def test_dropped_network_resumes_within_15_s(
         tries = 0
         while resumed is None and time.monotonic() - dropped < RESUME_LIMIT_S:
             tries += 1
-            again = await connect(fault_server, secret_key_a, f"model=assistant&resume={session_id}")
+            again = await connect(
+                fault_server, secret_key_a, f"model=assistant&resume={session_id}"
+            )
             event = json.loads(await asyncio.wait_for(again.recv(), 10))
             if event["type"] == "session.created":
                 resumed = event
@@ -72,8 +74,10 @@ def test_dropped_network_resumes_within_15_s(
 
     result = asyncio.run(scenario())
     wait_calls_ended()
-    print(f"\nnetwork drop -> resumed session.created: {result['resume_s']:.2f} s "
-          f"({result['tries']} connection attempts)")
+    print(
+        f"\nnetwork drop -> resumed session.created: {result['resume_s']:.2f} s "
+        f"({result['tries']} connection attempts)"
+    )
 
     assert result["resumed"]["session"]["id"] == result["session_id"]
     assert result["resume_s"] < RESUME_LIMIT_S

@@ -189,7 +189,9 @@ def _reset(writer: asyncio.StreamWriter) -> None:
     sock = writer.get_extra_info("socket")
     with contextlib.suppress(OSError):
         if sock is not None:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            sock.setsockopt(
+                socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00"
+            )
     writer.transport.abort()
 
 
@@ -227,8 +229,17 @@ class FaultStack:
         web_log = self.logs / "web.log"
         web_env = {**self.env, "DATABASE_URL": self.env["PROXIED_DATABASE_URL"]}
         self.web = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(self.port)]
-            + [*DAPHNE_ARGS, "voiceapp.asgi:application"],
+            [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                *DAPHNE_ARGS,
+                "voiceapp.asgi:application",
+            ],
             cwd=ROOT,
             env=web_env,
             stdout=web_log.open("w"),

@@ -35,7 +35,7 @@ from .capacity import (
     cpu_cores,
     is_overloaded,
 )
-from .protocol import CHANNELS, HEARTBEAT_S, KINDS, WORKER_CHANNEL_PREFIX, redis_hosts
+from .protocol import CHANNELS, HEARTBEAT_S, KINDS, WORKER_CHANNEL_PREFIX, layer_send, redis_hosts
 
 log = logging.getLogger(__name__)
 
@@ -216,7 +216,7 @@ class InferenceWorker:
 
     async def _send(self, reply: str, message: dict[str, Any]) -> None:
         """A reply, signed with this worker's channel: the caller keeps to one worker."""
-        await self.layer.send(reply, {**message, "worker": self.channel})
+        await layer_send(self.layer, reply, {**message, "worker": self.channel})
 
     async def _handle(self, kind: str, message: dict[str, Any]) -> None:
         request_id = str(message.get("request_id", ""))

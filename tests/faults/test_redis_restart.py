@@ -73,7 +73,12 @@ def test_redis_restart_mid_reply_the_call_goes_on(
             await asyncio.sleep(0.5)
             slots_after = await slot_counts(fault_server, org_id)
         await ws.close()
+        # and a new call starts
+        other = await connect(fault_server, secret_key_a)
+        new_call = await next_of(other, "session.created", timeout_s=10)
+        await other.close()
         return {
+            "new_call": new_call,
             "slots_before": slots_before,
             "interrupted": interrupted[-1]["response"],
             "interrupted_s": interrupted_s,
@@ -95,5 +100,6 @@ def test_redis_restart_mid_reply_the_call_goes_on(
     assert result["answer"][-1]["response"]["status"] == "completed"
     assert reply_text(result["answer"]).strip()
     assert result["slots_after"] == (1, 1)
-    assert Call.objects.get().end_reason == "hangup"
+    assert result["new_call"]["type"] == "session.created"
+    assert [c.end_reason for c in Call.objects.all()] == ["hangup", "hangup"]
     assert asyncio.run(slot_counts(fault_server, org_id)) == (0, 0)

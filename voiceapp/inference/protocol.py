@@ -76,3 +76,13 @@ async def layer_send(layer: Any, channel: str, message: dict[str, Any]) -> None:
             if attempt == SEND_TRIES - 1:
                 raise
             await asyncio.sleep(0.05 * (attempt + 1))
+
+
+def reconnecting_retry() -> Any:
+    """A redis-py `retry` for clients that outlive a Redis restart: a command on a
+    pooled connection that died is sent again on a new one (redis-py's asyncio
+    clients do not retry by default). Not for blocking pops."""
+    from redis.asyncio.retry import Retry
+    from redis.backoff import ExponentialBackoff
+
+    return Retry(ExponentialBackoff(cap=0.5, base=0.05), 3)

@@ -35,6 +35,10 @@ class RealtimeConsumer(AsyncWebsocketConsumer):
     name = "websocket"
     audio_as_events = True
     session: RealtimeSession | None = None
+    # Nothing is ever sent to a call's socket through the channel layer. Left on,
+    # the consumer would listen there too, and a Redis restart would close every
+    # call's socket (no alias: no layer, see channels' get_channel_layer).
+    channel_layer_alias = None
 
     async def connect(self) -> None:
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))

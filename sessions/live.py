@@ -73,7 +73,10 @@ class RedisLiveStore:
         """`pool`: the inference pool's name (the channel layer's prefix)."""
         import redis.asyncio as aioredis
 
-        self._redis = aioredis.from_url(url, decode_responses=True)
+        from voiceapp.inference.protocol import reconnecting_retry
+
+        # commands on a connection that a Redis restart killed are sent again
+        self._redis = aioredis.from_url(url, decode_responses=True, retry=reconnecting_retry())
         self._prefix = prefix
         self._pool_name = pool
 

@@ -15,6 +15,7 @@ import functools
 import json
 import logging
 import uuid
+from collections.abc import Awaitable
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -29,6 +30,7 @@ from sessions.models import Call
 from sessions.realtime import Limits, RealtimeSession, Transport
 from sessions.realtime.recorder import Usage
 from sessions.realtime.recording import CallAudioCapture, CaptureResult
+from sessions.record_buffer import UNREACHABLE, record_buffer
 from voiceapp.engine.call import VoiceCall
 from voiceapp.engine.tts import VoiceSpec
 from voiceapp.inference.runtime import (
@@ -64,7 +66,12 @@ def call_id_from_session(session_id: str) -> str | None:
 
 
 class DbRecorder:
-    """Writes the call record as the session runs, and keeps its live state."""
+    """Writes the call record as the session runs, and keeps its live state.
+
+    Record writes go through the call's `RecordBuffer` (sessions/record_buffer.py):
+    they return at once, and a database outage delays them instead of losing them.
+    Live-state writes to Redis that fail are logged; the call goes on, and the next
+    heartbeat puts its slots back (slots also expire by themselves, see live.py)."""
 
     def __init__(
         self, *, call_id: str, org_id: int, persona_id: int, generation: int, principal: str = ""
@@ -75,14 +82,23 @@ class DbRecorder:
         self.generation = generation
         self.principal = principal
         self.history: list[dict[str, str]] = []
+        self.buffer = record_buffer(call_id)
 
     async def user_item(self, item_id: str, text: str, at_s: float) -> None:
-        await db(services.call_item_record)(
-            call_id=self.call_id, item_id=item_id, role="user", text=text, at_s=at_s
+        self.buffer.submit(
+            "user_item",
+            services.call_item_record,
+            call_id=self.call_id,
+            item_id=item_id,
+            role="user",
+            text=text,
+            at_s=at_s,
         )
 
     async def assistant_item(self, item_id: str, text: str, at_s: float, interrupted: bool) -> None:
-        await db(services.call_item_record)(
+        self.buffer.submit(
+            "assistant_item",
+            services.call_item_record,
             call_id=self.call_id,
             item_id=item_id,
             role="assistant",
@@ -92,21 +108,38 @@ class DbRecorder:
         )
 
     async def truncate(self, item_id: str, text: str) -> None:
-        await db(services.call_item_truncate)(call_id=self.call_id, item_id=item_id, text=text)
+        self.buffer.submit(
+            "truncate",
+            services.call_item_truncate,
+            call_id=self.call_id,
+            item_id=item_id,
+            text=text,
+        )
 
     async def turn(self, response_id: str, status: str, at_s: float, spans: dict[str, Any]) -> None:
-        await db(services.call_turn_record)(
-            call_id=self.call_id, response_id=response_id, status=status, at_s=at_s, spans=spans
+        self.buffer.submit(
+            "turn",
+            services.call_turn_record,
+            call_id=self.call_id,
+            response_id=response_id,
+            status=status,
+            at_s=at_s,
+            spans=spans,
         )
 
     async def usage(self, usage: Usage) -> None:
-        await db(services.call_usage_add)(
+        self.buffer.submit(
+            "usage",
+            services.call_usage_add,
             call_id=self.call_id,
             asr_seconds=usage.asr_seconds,
             llm_input_tokens=usage.llm_input_tokens,
             llm_output_tokens=usage.llm_output_tokens,
             tts_characters=usage.tts_characters,
         )
+
+    def _touch(self) -> None:
+        self.buffer.submit("touch", services.call_touch, call_id=self.call_id, at=timezone.now())
 
     def _state(self) -> dict[str, Any]:
         return {
@@ -118,27 +151,38 @@ class DbRecorder:
 
     async def alive(self, history: list[dict[str, str]]) -> None:
         self.history = history
-        await live_store().save(self.call_id, self._state(), settings.CALL_RESUME_WINDOW_S + 60)
+        state = self._state()
+        await _live(
+            "save", live_store().save(self.call_id, state, settings.CALL_RESUME_WINDOW_S + 60)
+        )
 
     async def heartbeat(self) -> None:
-        await live_store().heartbeat(org_id=self.org_id, call_id=self.call_id)
-        await live_store().heartbeat_pool(call_id=self.call_id)
-        await db(services.call_touch)(call_id=self.call_id)
+        store = live_store()
+        await _live("heartbeat", store.heartbeat(org_id=self.org_id, call_id=self.call_id))
+        await _live("heartbeat", store.heartbeat_pool(call_id=self.call_id))
+        self._touch()
 
     async def ended(self, reason: str) -> None:
         store = live_store()
-        await store.release(org_id=self.org_id, call_id=self.call_id)
-        await store.release_pool(call_id=self.call_id)
-        await db(services.call_touch)(call_id=self.call_id)
+        await _live("release", store.release(org_id=self.org_id, call_id=self.call_id))
+        await _live("release", store.release_pool(call_id=self.call_id))
+        self._touch()
         if reason != "lost":
-            await store.delete(self.call_id)
-            await db(services.call_end)(call_id=self.call_id, reason=reason)
+            await _live("delete", store.delete(self.call_id))
+            self.buffer.submit_end(
+                services.call_end, call_id=self.call_id, reason=reason, at=timezone.now()
+            )
+            # Usually written by now; in a database outage the buffer goes on alone.
+            await self.buffer.drain(END_DRAIN_S)
             return
         # The connection dropped: the caller may come back within the window.
-        await store.save(self.call_id, self._state(), settings.CALL_RESUME_WINDOW_S)
+        await _live("save", store.save(self.call_id, self._state(), settings.CALL_RESUME_WINDOW_S))
         if self.principal:
-            await store.mark_lost(
-                self.call_id, principal=self.principal, ttl_s=settings.CALL_RESUME_WINDOW_S
+            await _live(
+                "mark_lost",
+                store.mark_lost(
+                    self.call_id, principal=self.principal, ttl_s=settings.CALL_RESUME_WINDOW_S
+                ),
             )
         previous = _pending_ends.pop(self.call_id, None)
         if previous is not None:
@@ -154,15 +198,38 @@ class DbRecorder:
         )
 
     async def recording(self, captured: CaptureResult) -> None:
-        await db(recordings.call_recording_keep)(call_id=self.call_id, captured=captured)
+        self.buffer.submit(
+            "recording", recordings.call_recording_keep, call_id=self.call_id, captured=captured
+        )
+        await self.buffer.drain(END_DRAIN_S)
 
     async def _end_unless_resumed(self) -> None:
         await asyncio.sleep(settings.CALL_RESUME_WINDOW_S)
-        state = await live_store().load(self.call_id)
+        ended_at = timezone.now()
+        state: dict[str, Any] | None = None
+        for attempt in range(LOST_CHECK_TRIES):  # Redis away: wait for it a little
+            try:
+                state = await live_store().load(self.call_id)
+                break
+            except Exception as exc:
+                log.warning("call %s: its live state is unreadable (%s)", self.call_id, exc)
+                await asyncio.sleep(min(2.0, 0.25 * 2**attempt))
         if state is not None and state.get("generation", 0) > self.generation:
             return  # resumed elsewhere
-        await live_store().delete(self.call_id)
-        await db(services.call_end)(call_id=self.call_id, reason="lost")
+        await _live("delete", live_store().delete(self.call_id))
+        self.buffer.submit_end(services.call_end, call_id=self.call_id, reason="lost", at=ended_at)
+
+
+END_DRAIN_S = 3.0  # how long a hang-up waits for the call's record to be written
+LOST_CHECK_TRIES = 8
+
+
+async def _live(what: str, write: Awaitable[Any]) -> None:
+    """A live-state write to Redis; failing, it is logged and the call goes on."""
+    try:
+        await write
+    except Exception as exc:
+        log.warning("live state %s failed (Redis unreachable?): %s", what, exc)
 
 
 async def _resolve_voice(voice_id: str) -> VoiceSpec | None:
@@ -338,6 +405,9 @@ async def _end_when_revoked(session: RealtimeSession, grant: CallGrant) -> None:
             return
         try:
             revoked = await db(grant_revocation_sync)(grant)
+        except UNREACHABLE as exc:  # checked again next time; the call goes on
+            log.warning("session %s: could not check its key: %s", session.id, exc)
+            continue
         except Exception:
             log.exception("session %s: could not check its key", session.id)
             continue
@@ -355,6 +425,9 @@ async def _end_when_quota_exhausted(session: RealtimeSession, org_id: int) -> No
     while not session.ended.is_set():
         try:
             available = await db(quota_available_s)(org_id=org_id)
+        except UNREACHABLE as exc:
+            log.warning("session %s: could not check the quota: %s", session.id, exc)
+            available = None
         except Exception:
             log.exception("session %s: could not check the quota", session.id)
             available = None

@@ -4,7 +4,7 @@ web process that dies loses at most the turn in flight."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
@@ -58,8 +58,9 @@ def call_source(grant: CallGrant) -> tuple[str, str]:
     return "", ""
 
 
-def call_touch(*, call_id: str) -> None:
-    Call.objects.filter(pk=call_id, ended_at=None).update(last_seen_at=timezone.now())
+def call_touch(*, call_id: str, at: datetime | None = None) -> None:
+    """The call was alive at `at` (now by default; a buffered write brings its own time)."""
+    Call.objects.filter(pk=call_id, ended_at=None).update(last_seen_at=at or timezone.now())
 
 
 def call_item_record(
@@ -108,13 +109,14 @@ def call_usage_add(
 
 
 @transaction.atomic
-def call_end(*, call_id: str, reason: str) -> Call | None:
+def call_end(*, call_id: str, reason: str, at: datetime | None = None) -> Call | None:
     """Close the call and bill it, in one transaction: a call is ended and in
-    the ledger, or neither (and then the reconciliation closes it later)."""
+    the ledger, or neither (and then the reconciliation closes it later). `at`:
+    when it ended, for an end written late (after a database outage); now by default."""
     call = Call.objects.select_for_update().filter(pk=call_id).first()
     if call is None or call.ended_at is not None:
         return call
-    call.ended_at = timezone.now()
+    call.ended_at = max(at or timezone.now(), call.started_at)
     call.last_seen_at = call.ended_at
     call.duration_s = round((call.ended_at - call.started_at).total_seconds(), 2)
     call.end_reason = reason

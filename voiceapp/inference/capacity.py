@@ -169,7 +169,9 @@ class RedisPoolRegistry:
     def __init__(self, url: str, pool: str = "asgi") -> None:
         import redis.asyncio as aioredis
 
-        self._redis: Any = aioredis.from_url(url)
+        from .protocol import reconnecting_retry
+
+        self._redis: Any = aioredis.from_url(url, retry=reconnecting_retry())
         self.key = f"voiceapp:pool:{pool}:workers"
 
     async def publish(self, advert: Advert) -> None:

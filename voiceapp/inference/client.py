@@ -38,7 +38,7 @@ from voiceapp.engine.inference import AudioChunk, InferenceError
 from voiceapp.engine.llm import LLMOptions, Message, PromptUsage
 from voiceapp.engine.tts import VoiceSpec
 
-from .protocol import CHANNELS, REPLY_CHANNEL_PREFIX
+from .protocol import CHANNELS, REPLY_CHANNEL_PREFIX, SEND_TRIES, layer_send
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -115,12 +115,20 @@ class ChannelStream(Generic[T]):
 
     async def _read(self) -> None:
         layer = self._client.layer
+        failures = 0
         while True:
             try:
                 message = dict(await layer.receive(self._reply))
+                failures = 0
             except Exception as exc:
-                log.warning("%s replies on %s: %s", self._kind, self._reply, exc)
-                return
+                # After a Redis restart each dead pooled connection fails once: try again
+                # a few times; past that the layer is down, and the stream times out.
+                failures += 1
+                if failures >= SEND_TRIES:
+                    log.warning("%s replies on %s: %s", self._kind, self._reply, exc)
+                    return
+                await asyncio.sleep(0.05 * failures)
+                continue
             kind = message.get("type")
             if kind == CLOSED:
                 return
@@ -142,7 +150,7 @@ class ChannelStream(Generic[T]):
 
     async def _send_request(self) -> None:
         layer = self._client.layer
-        if self._reader is None:
+        if self._reader is None or self._reader.done():  # none yet, or it lost the layer
             self._reader = self._client.spawn(self._read())
             self._client.readers[self._reply] = self._reader
             self._reader.add_done_callback(lambda _t: self._client.readers.pop(self._reply, None))
@@ -155,12 +163,19 @@ class ChannelStream(Generic[T]):
         self._sent_at = time.monotonic()
         if self._prefer:
             try:
-                await layer.send(self._prefer, self._request())
+                await layer_send(layer, self._prefer, self._request())
                 return
             except Exception as exc:  # e.g. a dead worker's channel is full
                 log.info("%s request: %s unreachable (%s)", self._kind, self._prefer, exc)
                 self._prefer = None
-        await layer.send(CHANNELS[self._kind], self._request())
+        try:
+            await layer_send(layer, CHANNELS[self._kind], self._request())
+        except Exception as exc:  # Redis away: this request fails, the call goes on
+            await self._finish()
+            raise InferenceError(
+                f"{self._kind} request not sent: channel layer unreachable ({exc})",
+                "layer_unavailable",
+            ) from exc
 
     def _request(self) -> dict[str, Any]:
         self._accept_by = time.time() + self._accept_timeout()

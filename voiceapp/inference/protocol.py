@@ -37,6 +37,9 @@ reply closed before its end (barge-in) still reports the prompt it read.
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 KINDS = ("asr", "llm", "tts", "eou")
 CHANNELS = {kind: f"inference.{kind}" for kind in KINDS}
 WORKER_CHANNEL_PREFIX = "inference.worker"  # + ".<uuid>": one per worker, for cancels
@@ -52,3 +55,34 @@ def redis_hosts(url: str) -> list[dict[str, object]]:
     TimeoutError; a longer socket timeout keeps idle receivers alive.
     """
     return [{"address": url, "socket_timeout": 30}]
+
+
+SEND_TRIES = 3
+
+
+async def layer_send(layer: Any, channel: str, message: dict[str, Any]) -> None:
+    """`layer.send`, tried again on a connection error: after a Redis restart the
+    layer's pooled connections are dead, and each fails once before reconnecting.
+    A full channel is not retried."""
+    from channels.exceptions import ChannelFull
+
+    for attempt in range(SEND_TRIES):
+        try:
+            await layer.send(channel, message)
+            return
+        except ChannelFull:
+            raise
+        except Exception:
+            if attempt == SEND_TRIES - 1:
+                raise
+            await asyncio.sleep(0.05 * (attempt + 1))
+
+
+def reconnecting_retry() -> Any:
+    """A redis-py `retry` for clients that outlive a Redis restart: a command on a
+    pooled connection that died is sent again on a new one (redis-py's asyncio
+    clients do not retry by default). Not for blocking pops."""
+    from redis.asyncio.retry import Retry
+    from redis.backoff import ExponentialBackoff
+
+    return Retry(ExponentialBackoff(cap=0.5, base=0.05), 3)

@@ -35,13 +35,15 @@ from .capacity import (
     cpu_cores,
     is_overloaded,
 )
-from .protocol import CHANNELS, HEARTBEAT_S, KINDS, WORKER_CHANNEL_PREFIX, redis_hosts
+from .protocol import CHANNELS, HEARTBEAT_S, KINDS, WORKER_CHANNEL_PREFIX, layer_send, redis_hosts
 
 log = logging.getLogger(__name__)
 
 DEFAULT_SLOTS = {"asr": 1, "llm": 1, "tts": 2, "eou": 1}
 STOP_TIMEOUT_S = 1.0
 SEEN_REQUESTS = 4096
+LAYER_RETRY_FIRST_S = 0.1
+LAYER_RETRY_MAX_S = 1.0
 
 
 class InferenceWorker:
@@ -135,10 +137,27 @@ class InferenceWorker:
             except Exception as exc:  # Redis away for a moment: the next one may land
                 log.warning("could not advertise capacity: %s", exc)
 
+    async def _receive(self, channel: str) -> dict[str, Any]:
+        """The next message on `channel`. While the layer (Redis) is unreachable the
+        receive is retried with backoff: the worker outlives a Redis restart."""
+        delay = LAYER_RETRY_FIRST_S
+        while True:
+            try:
+                message = await self.layer.receive(channel)
+            except Exception as exc:
+                if delay == LAYER_RETRY_FIRST_S:
+                    log.warning("channel layer unreachable (%s): retrying %s", exc, channel)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, LAYER_RETRY_MAX_S)
+                continue
+            if delay > LAYER_RETRY_FIRST_S:
+                log.warning("channel layer back: serving %s again", channel)
+            return dict(message)
+
     async def _serve(self, kind: str) -> None:
         while True:
             await self._free_slot(kind)
-            message = await self.layer.receive(CHANNELS[kind])
+            message = await self._receive(CHANNELS[kind])
             if self._busy[kind] >= self.slots[kind]:
                 # A request sent to this worker by name took the slot while this loop
                 # waited: back to the shared queue, where an idle worker takes it.
@@ -172,7 +191,7 @@ class InferenceWorker:
 
     async def _control(self) -> None:
         while True:
-            message = await self.layer.receive(self.channel)
+            message = await self._receive(self.channel)
             kind = message.get("type")
             if kind == "inference.cancel":
                 handler = self._handlers.get(str(message.get("request_id")))
@@ -197,7 +216,7 @@ class InferenceWorker:
 
     async def _send(self, reply: str, message: dict[str, Any]) -> None:
         """A reply, signed with this worker's channel: the caller keeps to one worker."""
-        await self.layer.send(reply, {**message, "worker": self.channel})
+        await layer_send(self.layer, reply, {**message, "worker": self.channel})
 
     async def _handle(self, kind: str, message: dict[str, Any]) -> None:
         request_id = str(message.get("request_id", ""))

@@ -1,0 +1,49 @@
+"""The fault tests' live server: daphne and two inference workers on a private
+Redis, daphne's database behind a proxy that can cut it off (tests/support/faults.py).
+One for the whole fault suite: the models load once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from django.db import connection
+
+from tests.conftest import Tenant
+from tests.support.faults import FaultStack, fault_stack
+from voiceapp.personas.models import Persona
+
+
+@pytest.fixture(scope="session")
+def fault_server(
+    django_db_setup: None, django_db_blocker: object, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[FaultStack]:
+    if connection.vendor != "postgresql":
+        pytest.fail("fault tests need Postgres (DATABASE_URL)")
+    with fault_stack(
+        database=connection.settings_dict, logs=tmp_path_factory.mktemp("faults"), workers=2
+    ) as stack:
+        yield stack
+
+
+@pytest.fixture
+def quiet_persona(tenant_a: Tenant) -> Persona:
+    """The default persona, told not to greet and to answer briefly."""
+    persona = Persona.objects.get(org=tenant_a.org, slug="assistant")
+    persona.agent_speaks_first = False
+    persona.instructions = "You are a helpful assistant. Answer in one short sentence."
+    persona.save()
+    return persona
+
+
+@pytest.fixture(scope="session")
+def question_pcm() -> bytes:
+    """“What is the capital of France?” spoken by Piper, as PCM16 24 kHz mono."""
+    import numpy as np
+
+    from tests.engine.conftest import piper_clip
+    from voiceapp.engine.audio import resample
+
+    clip = piper_clip("What is the capital of France?")
+    mono = resample(clip.samples, clip.rate, 24000)
+    return (np.clip(mono, -1, 1) * 32767).astype("<i2").tobytes()

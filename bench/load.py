@@ -53,12 +53,11 @@ from .questions import Question, load_questions
 from .rtc import FRAME, Client, loopback_only
 from .rtc import RATE as RTC_RATE
 from .topology import ROOT, Topology
-from .ws import ask
+from .ws import LOUD, ask
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 TURN_TIMEOUT_S = 60.0
-LOUD = 0.02  # a reply frame louder than this (peak, full scale 1) is the agent speaking
 STAGES = ("asr", "llm", "tts")
 KNEE = (
     "the largest N such that every step with 1..N simultaneous callers answered every "
@@ -163,6 +162,9 @@ class Turn:
     client_v2v_ms: float | None
     server: dict[str, Any]
     audio: dict[str, Any] = field(default_factory=dict)
+    audible_v2v_ms: float | None = None  # to the first loud sample (WebRTC: = client_v2v_ms)
+    status: str = ""  # the reply's response.done status
+    transcript: str = ""  # what the server heard (WebSocket callers)
 
 
 @dataclass
@@ -211,7 +213,10 @@ async def ws_caller(
                         turn["client_v2v_ms"] is not None,
                         turn["client_v2v_ms"],
                         turn["server"],
-                        {
+                        audible_v2v_ms=turn.get("client_audible_v2v_ms"),
+                        status=str(turn.get("status") or ""),
+                        transcript=str(turn.get("transcript") or ""),
+                        audio={
                             "chunks": playout.chunks,
                             "late": playout.late,
                             "stall_ms": round(1000 * playout.stall_s, 1),
@@ -357,7 +362,14 @@ async def _rtc_turn(peer: RtcCaller, question: Question) -> Turn:
     spoke, heard = peer.mic.marked_at, peer.first_voice_at
     v2v = round(1000 * (heard - spoke), 1) if spoke is not None and heard is not None else None
     await asyncio.sleep(0.5)
-    return Turn(question.name, v2v is not None, v2v, done["response"].get("latency") or {})
+    return Turn(
+        question.name,
+        v2v is not None,
+        v2v,
+        done["response"].get("latency") or {},
+        audible_v2v_ms=v2v,
+        status=str(done["response"].get("status") or ""),
+    )
 
 
 # ----- a step ---------------------------------------------------------------
@@ -369,6 +381,10 @@ def summarize_turns(turns: list[Turn]) -> dict[str, Any]:
         "turns": len(turns),
         "answered": len(answered),
         "client_v2v_ms": stats([float(t.client_v2v_ms or 0) for t in answered]),
+        # to the first loud sample on both transports: the fair comparison between them
+        "client_audible_v2v_ms": stats(
+            [float(t.audible_v2v_ms) for t in answered if t.audible_v2v_ms is not None]
+        ),
     }
     for span in SPAN_NAMES[:-1]:
         values = [t.server[span] for t in answered if t.server.get(span) is not None]
@@ -487,6 +503,17 @@ def step_report(
         "refusals": refusals,
         "refused_calls": sum(refusals.values()),
         "unanswered_turns": unanswered,
+        "unanswered": [
+            {
+                "transport": c.transport,
+                "question": t.question,
+                "status": t.status,
+                "heard": t.transcript,
+            }
+            for c in callers
+            for t in c.turns
+            if not t.answered
+        ],
         "errors": errors,
         "audio": audio_summary(callers),
         "processes": processes,
@@ -518,6 +545,7 @@ async def idle_figures(topo: Topology, seconds: float) -> dict[str, dict[str, fl
 def topology_env(args: argparse.Namespace) -> dict[str, str]:
     return {
         "INFERENCE_MAX_CALLS": str(args.max_calls),
+        "INFERENCE_WAIT_BUDGET_MS": str(args.wait_budget_ms),
         # only the pool refuses: the org's cap and the secret rate limit stay out of the way
         "ORG_MAX_CONCURRENT_CALLS": "10000",
         "SESSION_START_RATE_LIMIT_PER_MIN": "100000",
@@ -557,6 +585,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         },
         "config": {
             "max_calls": args.max_calls,
+            "wait_budget_ms": args.wait_budget_ms,
             "workers": args.workers,
             "transports": args.transports.split(","),
             "questions_per_caller": args.questions,
@@ -648,6 +677,12 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     p.add_argument("--max", type=int, default=6, help="ramp 1..MAX simultaneous callers")
     p.add_argument("--steps", default="", help="explicit steps instead, e.g. 2,4,8")
+    p.add_argument(
+        "--wait-budget-ms",
+        type=float,
+        default=250.0,
+        help="INFERENCE_WAIT_BUDGET_MS for the worker (large: no refusal for queueing)",
+    )
     p.add_argument(
         "--max-calls",
         type=int,

@@ -39,6 +39,9 @@ from .topology import ROOT, Topology
 CHUNK_S = 0.02
 
 
+LOUD = 0.02  # reply audio louder than this (peak, full scale 1) is the agent speaking
+
+
 async def ask(
     conn: Any, question: Question, on_audio: Callable[[float, int], None] | None = None
 ) -> dict[str, Any]:
@@ -53,6 +56,8 @@ async def ask(
     speech_end_byte = int((len(lead) / RATE + question.speech_end_s) * RATE) * 2
     sent_end_at: float | None = None
     first_audio_at: float | None = None
+    audible_at: float | None = None  # when the first loud sample plays, from the first delta
+    samples_before = 0
 
     async def send() -> None:
         nonlocal sent_end_at
@@ -79,22 +84,34 @@ async def ask(
                     arrival = time.monotonic()
                     if first_audio_at is None:
                         first_audio_at = arrival
+                    chunk = base64.b64decode(event.delta)
+                    if audible_at is None:
+                        samples = np.frombuffer(chunk, dtype="<i2")
+                        loud = np.flatnonzero(np.abs(samples) / 32768.0 > LOUD)
+                        if len(loud):
+                            audible_at = first_audio_at + (samples_before + loud[0]) / RATE
+                        samples_before += len(samples)
                     if on_audio is not None:
-                        on_audio(arrival, len(base64.b64decode(event.delta)))
+                        on_audio(arrival, len(chunk))
                 elif event.type == "response.done":
                     response = event.response.model_dump()
                     break
     finally:
         sender.cancel()
-    client_v2v = None
+    client_v2v = audible_v2v = None
     if first_audio_at is not None and sent_end_at is not None:
         client_v2v = round(1000 * (first_audio_at - sent_end_at), 1)
+    if audible_at is not None and sent_end_at is not None:
+        audible_v2v = round(1000 * (audible_at - sent_end_at), 1)
     return {
         "question": question.name,
         "voice": question.voice,
         "transcript": transcript,
         "status": response.get("status"),
         "client_v2v_ms": client_v2v,
+        # the first loud sample (> LOUD of full scale), played from the first delta: what
+        # a WebRTC caller's v2v measures (its frames carry silence too)
+        "client_audible_v2v_ms": audible_v2v,
         "server": response.get("latency") or {},
     }
 

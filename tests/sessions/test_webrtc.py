@@ -26,6 +26,8 @@ from aiortc import (
     RTCConfiguration,
     RTCPeerConnection,
 )
+from aiortc.jitterbuffer import JitterBuffer
+from aiortc.rtp import RtpPacket
 from asgiref.sync import sync_to_async
 from channels.testing import HttpCommunicator
 from django.core.asgi import get_asgi_application
@@ -394,6 +396,37 @@ async def test_offers_aiortc_cannot_use_are_400s_and_keep_the_secret(
     assert json.loads(again.content)["error"]["code"] == "client_secret_used"
     call = await call_ended(response["Location"].rsplit("/", 1)[1])  # never connected
     assert call.end_reason == "error"
+
+
+async def test_caller_audio_waits_for_one_frame_not_four(
+    rtc_settings: Any, persona: Persona, make_secret: Callable[..., str], client_peer: Client
+) -> None:
+    # given an answered offer
+    persona.agent_speaks_first = False
+    await persona.asave()
+    secret = await sync_to_async(make_secret)()
+    response = await post_offer(await client_peer.offer(), secret)
+    assert response.status_code == 201
+    [call] = webrtc.active_calls()
+    # then the server's receiver of the caller's audio holds one frame for reordering
+    [receiver] = [r for r in call.pc.getReceivers() if r.track and r.track.kind == "audio"]
+    buffer = receiver._RTCRtpReceiver__jitter_buffer  # type: ignore[attr-defined]
+    assert isinstance(buffer, JitterBuffer) and buffer._prefetch == 1
+    # which hands each 20 ms frame on as soon as the next one arrives, where aiortc's
+    # default of 4 waits for four more (80 ms)
+    released = {}
+    for prefetch in (1, 4):
+        jitter = JitterBuffer(capacity=16, prefetch=prefetch)
+        for n in range(6):
+            packet = RtpPacket(payload_type=111, sequence_number=n, timestamp=960 * n)
+            packet._data = b"opus"  # type: ignore[attr-defined]  # as the receiver sets it
+            _, frame = jitter.add(packet)
+            if frame is not None:
+                released.setdefault(prefetch, n)
+                break
+    assert released == {1: 1, 4: 4}
+    await call.end("hangup")
+    await call_ended(response["Location"].rsplit("/", 1)[1])
 
 
 async def test_preflight_allows_the_widget_from_any_origin(rtc_settings: Any) -> None:

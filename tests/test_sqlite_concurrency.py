@@ -55,6 +55,11 @@ async def one_call():
                 errors.append(repr(exc))
 
     await asyncio.gather(*(turn(n) for n in range({TURNS})))
+    # the writes run behind the call (sessions/record_buffer.py): wait for them
+    if not await recorder.buffer.drain(240):
+        errors.append(f"{{recorder.buffer.pending}} writes still pending")
+    if recorder.buffer.dropped:
+        errors.append(f"{{recorder.buffer.dropped}} writes dropped")
     return errors
 
 async def main():

@@ -10,7 +10,7 @@ live store from start to end, beside its organization's slot.
 A call is refused with `server_busy` when every pool slot is taken, or when every
 worker of some kind reports itself overloaded (its requests wait longer than
 `INFERENCE_WAIT_BUDGET_MS`, p95). WebSocket callers get an `error` event and close
-1013 ("try again later"). Client secrets, widget sessions and WebRTC offers get
+4503. Client secrets, widget sessions and WebRTC offers get
 HTTP 503 with `Retry-After`. Per-organization caps are checked as before.
 
 A pool that advertises nothing is not judged: before any worker has started, a

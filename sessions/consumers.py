@@ -20,8 +20,9 @@ from voiceapp.clientip import client_ip_from_scope
 log = logging.getLogger(__name__)
 
 SECRET_SUBPROTOCOL = "openai-insecure-api-key."
-# 1013: "try again later" (RFC 6455 registry), for server_busy
-CLOSE_CODES = {400: 4000, 401: 4001, 402: 4002, 403: 4003, 404: 4004, 429: 4029, 503: 1013}
+# 4503 for server_busy: ASGI servers let an application close only with 1000 or
+# 3000-4999 (daphne refuses 1013, "try again later", with an exception)
+CLOSE_CODES = {400: 4000, 401: 4001, 402: 4002, 403: 4003, 404: 4004, 429: 4029, 503: 4503}
 
 
 def _header(scope: dict[str, Any], name: bytes) -> str:

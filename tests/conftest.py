@@ -55,8 +55,10 @@ def _isolated_media(settings: object, tmp_path_factory: pytest.TempPathFactory) 
 @pytest.fixture(autouse=True)
 def _roomy_inference_pool(settings: object) -> None:
     """The suite is not a capacity test: workers started in this process advertise room
-    for 50 calls (tests/sessions/test_admission.py sizes its own pools)."""
+    for 50 calls and never overload (tests/sessions/test_admission.py sizes its own
+    pools and budgets)."""
     settings.INFERENCE_MAX_CALLS = 50  # type: ignore[attr-defined]
+    settings.INFERENCE_WAIT_BUDGET_MS = 1_000_000  # type: ignore[attr-defined]
 
 
 @pytest.fixture(autouse=True)
@@ -154,6 +156,7 @@ class LiveServer:
     logs: Path | None = None  # web.log (daphne) and worker.log
     media: Path | None = None  # the server's MEDIA_ROOT (call recordings)
     spool: Path | None = None  # its CALL_RECORDING_SPOOL_DIR
+    pool: str = ""  # its CHANNELS_PREFIX: the name of its inference pool
 
     @property
     def url(self) -> str:
@@ -209,8 +212,10 @@ def voice_server(
         "STATIC_MANIFEST": "0",
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
         "CALL_RESUME_WINDOW_S": "5",
-        # The suite is not a capacity test: admission tests size their own pools.
+        # The suite is not a capacity test: admission tests size their own pools, and
+        # a loaded CI machine's queueing must not refuse the next test's calls.
         "INFERENCE_MAX_CALLS": "50",
+        "INFERENCE_WAIT_BUDGET_MS": "1000000",
         "WEBRTC_LOOPBACK_ONLY": "1",
         "PYTHONUNBUFFERED": "1",
     }
@@ -256,7 +261,7 @@ def voice_server(
         )
         _wait_for(procs[0], "WORKER READY", 180, worker_log)
         _wait_for(procs[1], "Listening on TCP address", 60, web_log)
-        yield LiveServer("127.0.0.1", port, logs, media, spool)
+        yield LiveServer("127.0.0.1", port, logs, media, spool, env["CHANNELS_PREFIX"])
     finally:
         for proc in procs:
             proc.terminate()

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+import websockets
 from channels.layers import InMemoryChannelLayer
 from channels.testing import WebsocketCommunicator
 from django.test import Client
@@ -23,7 +24,7 @@ from sessions.consumers import RealtimeConsumer
 from sessions.live import RedisLiveStore, live_store
 from sessions.models import Call
 from sessions.runner import start_realtime_session
-from tests.conftest import Tenant
+from tests.conftest import LiveServer, Tenant
 from tests.support.transports import ListTransport
 from voiceapp.engine.inference import LocalInference
 from voiceapp.inference.capacity import (
@@ -255,11 +256,50 @@ def test_a_full_pool_refuses_websocket_http_and_in_process_starts(
 
     error, close, second_id = asyncio.run(scenario())
 
-    # then it got server_busy, then a close 1013 ("try again later")
+    # then it got server_busy, then a close 4503 (daphne allows 1000 and 3000-4999 only)
     assert error["type"] == "error" and error["error"]["code"] == "server_busy", error
-    assert close["type"] == "websocket.close" and close["code"] == 1013
+    assert close["type"] == "websocket.close" and close["code"] == 4503
     # and the refused caller left no call record; the two admitted calls did
     assert Call.objects.count() == 2 and second_id
+
+
+def test_daphne_closes_a_refused_websocket_with_4503(
+    voice_server: LiveServer, tenant_a: Tenant, quiet_persona: Persona, settings: Any
+) -> None:
+    raw, _ = grant_for(tenant_a)
+
+    async def scenario() -> tuple[dict[str, Any], int | None]:
+        # given the live server's pool (its worker advertises room for 50 calls) full
+        store = RedisLiveStore(settings.REDIS_URL, pool=voice_server.pool)
+        registry = RedisPoolRegistry(settings.REDIS_URL, voice_server.pool)
+        held = [f"held-{n}" for n in range(50)]
+        try:
+            async with asyncio.timeout(10):  # its next advert (each test starts on a flushed Redis)
+                while not await registry.adverts():  # noqa: ASYNC110 (a Redis hash to poll)
+                    await asyncio.sleep(0.2)
+            for call_id in held:
+                assert await store.acquire_pool(call_id=call_id, cap=1000)
+            # when a caller connects through daphne
+            ws = await websockets.connect(
+                f"{voice_server.ws_url}/v1/realtime?model=assistant",
+                additional_headers={"Authorization": f"Bearer {raw}"},
+            )
+            error = json.loads(await ws.recv())
+            with contextlib.suppress(websockets.ConnectionClosed):
+                await asyncio.wait_for(ws.recv(), 10)
+            return error, ws.close_code
+        finally:
+            for call_id in held:
+                await store.release_pool(call_id=call_id)
+            await store.aclose()
+            await registry.aclose()
+
+    error, code = asyncio.run(scenario())
+
+    # then it reads server_busy and the server closes with 4503 (daphne accepts it:
+    # an application may close with 1000 or 3000-4999 only)
+    assert error["error"]["code"] == "server_busy", error
+    assert code == 4503
 
 
 def test_client_secrets_and_widget_sessions_are_503_with_retry_after_when_full(

@@ -302,6 +302,7 @@ def fault_stack(*, database: dict[str, Any], logs: Path, workers: int = 2) -> It
         "ALLOWED_HOSTS": "127.0.0.1,localhost",
         "CALL_RESUME_WINDOW_S": "15",
         "INFERENCE_MAX_CALLS": "50",
+        "INFERENCE_WAIT_BUDGET_MS": "1000000",
         "PYTHONUNBUFFERED": "1",
     }
     stack = FaultStack(env=env, logs=logs, redis=redis, proxy=proxy)

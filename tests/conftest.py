@@ -4,10 +4,8 @@ organizations, users and keys most tests start from."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -20,21 +18,13 @@ from django.db import connection
 from django.test import Client
 
 from tests.support.llm_server import LLMServer, llama_cpp_server
+from tests.support.processes import DAPHNE_ARGS, free_port, wait_for_log
 from voiceapp.tenants.models import Membership, Organization, Role, User
 from voiceapp.tenants.onboarding import organization_onboard
 from voiceapp.tenants.services import secret_key_create
 
 PASSWORD = "correct-horse-battery-9"
 ROOT = Path(__file__).resolve().parent.parent
-# As in ./dev and docker-compose.yml: daphne drops the connection on messages
-# over its limit, so it is set above ours (REALTIME_MAX_MESSAGE_BYTES), which
-# answers with an `error` event instead.
-DAPHNE_ARGS = [
-    "--websocket-max-message-size",
-    str(16 * 1024 * 1024),
-    "--websocket-max-frame-size",
-    str(16 * 1024 * 1024),
-]
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -167,23 +157,6 @@ class LiveServer:
         return f"ws://{self.host}:{self.port}"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait_for(proc: subprocess.Popen[str], marker: str, timeout_s: float, log: Path) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"process exited early:\n{log.read_text()[-3000:]}")
-        if marker in log.read_text():
-            return
-        time.sleep(0.2)
-    raise RuntimeError(f"no “{marker}” within {timeout_s} s:\n{log.read_text()[-3000:]}")
-
-
 @pytest.fixture(scope="session")
 def voice_server(
     django_db_setup: None, django_db_blocker: object, tmp_path_factory: pytest.TempPathFactory
@@ -224,7 +197,7 @@ def voice_server(
     env["MEDIA_ROOT"] = str(media)
     spool = tmp_path_factory.mktemp("live-spool")
     env["CALL_RECORDING_SPOOL_DIR"] = str(spool)
-    port = _free_port()
+    port = free_port()
     procs: list[subprocess.Popen[str]] = []
     try:
         worker_log = logs / "worker.log"
@@ -259,8 +232,8 @@ def voice_server(
                 text=True,
             )
         )
-        _wait_for(procs[0], "WORKER READY", 180, worker_log)
-        _wait_for(procs[1], "Listening on TCP address", 60, web_log)
+        wait_for_log(procs[0], "WORKER READY", 180, worker_log)
+        wait_for_log(procs[1], "Listening on TCP address", 60, web_log)
         yield LiveServer("127.0.0.1", port, logs, media, spool, env["CHANNELS_PREFIX"])
     finally:
         for proc in procs:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import stat
 import subprocess
 import time
@@ -17,16 +16,12 @@ from pathlib import Path
 import pytest
 import requests
 
+from tests.support.processes import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
 KEEP = ("PATH", "HOME", "LANG", "TMPDIR")
 
 pytestmark = pytest.mark.timeout(420)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -57,7 +52,7 @@ def dev_run(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevRun]:
     env_file = tmp_path / ".env"
     env = {k: os.environ[k] for k in KEEP if k in os.environ}
     env.update({"DATA_DIR": str(tmp_path / "var"), "ENV_FILE": str(env_file)})
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "run.log"
     with log.open("w") as out:
         proc = subprocess.Popen(

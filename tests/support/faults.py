@@ -26,35 +26,9 @@ from typing import Any
 
 import websockets
 
+from tests.support.processes import DAPHNE_ARGS, free_port, wait_for_log
+
 ROOT = Path(__file__).resolve().parent.parent.parent
-# As in ./dev and tests/conftest.py: daphne's message limit above ours.
-DAPHNE_ARGS = [
-    "--websocket-max-message-size",
-    str(16 * 1024 * 1024),
-    "--websocket-max-frame-size",
-    str(16 * 1024 * 1024),
-]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_for_log(proc: subprocess.Popen[str], marker: str, timeout_s: float, log: Path) -> str:
-    """Wait until `marker` is in `log`; returns the log's line that holds it."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"process exited early:\n{log.read_text()[-3000:]}")
-        for line in log.read_text().splitlines():
-            if marker in line:
-                return line
-        time.sleep(0.2)
-    raise RuntimeError(f"no “{marker}” within {timeout_s} s:\n{log.read_text()[-3000:]}")
-
-
 # --- Redis ---------------------------------------------------------------------------
 
 

@@ -17,13 +17,19 @@ apart.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import logging
 import math
 import os
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
+
+log = logging.getLogger(__name__)
 
 WINDOW_S = 30.0
 ADVERTISE_EVERY_S = 2.0
@@ -200,3 +206,63 @@ class RedisPoolRegistry:
 
     async def aclose(self) -> None:
         await self._redis.aclose()
+
+
+class CapacityAdvertiser:
+    """A worker's capacity figures and their adverts: what it measured of its own
+    requests (`record`), published every `ADVERTISE_EVERY_S` while `run` runs.
+
+    `load()` returns the worker's channel, slots and busy slots per kind now."""
+
+    def __init__(
+        self,
+        registry: PoolRegistry | None,
+        load: Callable[[], tuple[str, dict[str, int], dict[str, int]]],
+        *,
+        kinds: tuple[str, ...],
+        max_calls: int,
+        wait_budget_ms: float,
+    ) -> None:
+        self.registry = registry
+        self.max_calls = max_calls
+        self.wait_budget_ms = wait_budget_ms
+        self._load = load
+        self._meters = {kind: ServiceMeter() for kind in kinds}
+        self._cpu = CpuMeter(cpu_cores())
+
+    def record(self, kind: str, *, wait_s: float, service_s: float, audio_s: float) -> None:
+        self._meters[kind].add(wait_s=wait_s, service_s=service_s, audio_s=audio_s)
+
+    def advert(self) -> Advert:
+        worker, slots, busy = self._load()
+        stats = {kind: meter.summary() for kind, meter in self._meters.items()}
+        return Advert(
+            worker=worker,
+            kinds=list(self._meters),
+            slots=slots,
+            busy=busy,
+            max_calls=self.max_calls,
+            cores=self._cpu.cores,
+            cpu=self._cpu.read(),
+            overloaded=is_overloaded(stats, self.wait_budget_ms),
+            stats=stats,
+            at=time.time(),
+        )
+
+    async def publish(self) -> None:
+        if self.registry is not None:
+            await self.registry.publish(self.advert())
+
+    async def run(self) -> None:
+        """Publish until cancelled; a failed publish (Redis away a moment) is retried."""
+        while True:
+            await asyncio.sleep(ADVERTISE_EVERY_S)
+            try:
+                await self.publish()
+            except Exception as exc:
+                log.warning("could not advertise capacity: %s", exc)
+
+    async def withdraw(self, worker: str, timeout_s: float) -> None:
+        if self.registry is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.registry.withdraw(worker), timeout_s)

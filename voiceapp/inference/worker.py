@@ -25,16 +25,7 @@ from voiceapp.engine.inference import LocalInference
 from voiceapp.engine.llm import LLMOptions, PromptUsage
 from voiceapp.engine.tts import VoiceSpec
 
-from .capacity import (
-    ADVERTISE_EVERY_S,
-    Advert,
-    CpuMeter,
-    PoolRegistry,
-    RedisPoolRegistry,
-    ServiceMeter,
-    cpu_cores,
-    is_overloaded,
-)
+from .capacity import Advert, CapacityAdvertiser, PoolRegistry, RedisPoolRegistry
 from .protocol import CHANNELS, HEARTBEAT_S, KINDS, WORKER_CHANNEL_PREFIX, layer_send, redis_hosts
 
 log = logging.getLogger(__name__)
@@ -78,11 +69,13 @@ class InferenceWorker:
         self._handlers: dict[str, asyncio.Task[None]] = {}
         self._seen: OrderedDict[str, None] = OrderedDict()  # request ids taken lately
         self._tasks: set[asyncio.Task[None]] = set()
-        self.registry = registry
-        self.max_calls = max_calls
-        self.wait_budget_ms = wait_budget_ms
-        self.meters = {kind: ServiceMeter() for kind in KINDS}
-        self._cpu = CpuMeter(cpu_cores())
+        self.capacity = CapacityAdvertiser(
+            registry,
+            self._load,
+            kinds=kinds,
+            max_calls=max_calls,
+            wait_budget_ms=wait_budget_ms,
+        )
 
     async def run(self) -> None:
         """Serve until cancelled; cancels requests in progress on the way out."""
@@ -91,10 +84,10 @@ class InferenceWorker:
         self.channel = f"{WORKER_CHANNEL_PREFIX}.{uuid.uuid4().hex}"
         loops = [asyncio.create_task(self._serve(kind)) for kind in self.kinds]
         loops.append(asyncio.create_task(self._control()))
-        if self.registry is not None:
+        if self.capacity.registry is not None:
             # advertised before ready: a call admitted after that sees this worker
-            await self.registry.publish(self.advert())
-            loops.append(asyncio.create_task(self._advertise()))
+            await self.capacity.publish()
+            loops.append(asyncio.create_task(self.capacity.run()))
         self.ready.set()
         log.info("inference worker %s serving %s", self.channel, ",".join(self.kinds))
         try:
@@ -108,34 +101,16 @@ class InferenceWorker:
             _, stuck = await asyncio.wait(tasks, timeout=STOP_TIMEOUT_S)
             if stuck:
                 log.debug("%d worker tasks still stopping", len(stuck))
-            if self.registry is not None:
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(self.registry.withdraw(self.channel), STOP_TIMEOUT_S)
+            await self.capacity.withdraw(self.channel, STOP_TIMEOUT_S)
+
+    def _load(self) -> tuple[str, dict[str, int], dict[str, int]]:
+        """This worker's channel, slots and busy slots, for its capacity adverts."""
+        slots = {kind: self.slots[kind] for kind in self.kinds}
+        return self.channel, slots, {kind: self._busy[kind] for kind in self.kinds}
 
     def advert(self) -> Advert:
         """This worker's capacity and load now."""
-        stats = {kind: self.meters[kind].summary() for kind in self.kinds}
-        return Advert(
-            worker=self.channel,
-            kinds=list(self.kinds),
-            slots={kind: self.slots[kind] for kind in self.kinds},
-            busy={kind: self._busy[kind] for kind in self.kinds},
-            max_calls=self.max_calls,
-            cores=self._cpu.cores,
-            cpu=self._cpu.read(),
-            overloaded=is_overloaded(stats, self.wait_budget_ms),
-            stats=stats,
-            at=time.time(),
-        )
-
-    async def _advertise(self) -> None:
-        assert self.registry is not None
-        while True:
-            await asyncio.sleep(ADVERTISE_EVERY_S)
-            try:
-                await self.registry.publish(self.advert())
-            except Exception as exc:  # Redis away for a moment: the next one may land
-                log.warning("could not advertise capacity: %s", exc)
+        return self.capacity.advert()
 
     async def _receive(self, channel: str) -> dict[str, Any]:
         """The next message on `channel`. While the layer (Redis) is unreachable the
@@ -264,8 +239,8 @@ class InferenceWorker:
                 await self._eou(reply, request_id, payload)
             else:
                 audio_s = await self._tts(reply, request_id, payload)
-            self.meters[kind].add(
-                wait_s=waited, service_s=time.monotonic() - started, audio_s=audio_s
+            self.capacity.record(
+                kind, wait_s=waited, service_s=time.monotonic() - started, audio_s=audio_s
             )
             self.served[kind] += 1
             await send(reply, done)

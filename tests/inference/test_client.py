@@ -180,3 +180,65 @@ async def test_a_request_handed_to_two_workers_is_kept_to_the_first(
 
 
 QUESTION = [{"role": "user", "content": "What is the capital of France?"}]
+
+
+def garbled_audio(request_id: str, worker: str) -> dict[str, object]:
+    return {
+        "type": "inference.audio",
+        "request_id": request_id,
+        "worker": worker,
+        "pcm": "noise",
+        "sample_rate": 22050,
+    }
+
+
+def audio_without_rate(request_id: str, worker: str) -> dict[str, object]:
+    return {"type": "inference.audio", "request_id": request_id, "worker": worker, "pcm": b""}
+
+
+def token_for_speech(request_id: str, worker: str) -> dict[str, object]:
+    return {"type": "inference.token", "request_id": request_id, "worker": worker, "text": "Hi"}
+
+
+def unknown_reply(request_id: str, worker: str) -> dict[str, object]:
+    return {"type": "inference.progress", "request_id": request_id, "worker": worker}
+
+
+def audio_without_request(request_id: str, worker: str) -> dict[str, object]:
+    return {"type": "inference.audio", "worker": worker, "pcm": b"", "sample_rate": 22050}
+
+
+@pytest.mark.parametrize(
+    ("garble", "named"),
+    [
+        (garbled_audio, "inference.audio: field 'pcm' must be bytes, not str"),
+        (audio_without_rate, "inference.audio: field 'sample_rate' is missing"),
+        (token_for_speech, "inference.token: field 'type' is not what this request is answered"),
+        (unknown_reply, "reply: field 'type' must be one of"),
+        (audio_without_request, "inference.audio: field 'request_id' is missing"),
+    ],
+)
+async def test_a_malformed_reply_fails_the_request_and_stops_its_worker(
+    make_layer: Callable[[], RedisChannelLayer],
+    client: ChannelsInference,
+    garble: Callable[[str, str], dict[str, object]],
+    named: str,
+) -> None:
+    # given a speech request that a worker accepted
+    worker = make_layer()
+    stream = client.synthesize("Hello.", default_voice())
+    first_chunk = asyncio.create_task(stream.__anext__())
+    request = await worker.receive(CHANNELS["tts"])
+    reply, request_id = request["reply_channel"], request["request_id"]
+    garbler = f"{WORKER_CHANNEL_PREFIX}.garbler"
+    await worker.send(reply, accepted(request_id, garbler))
+    # when its reply cannot be read
+    await worker.send(reply, garble(request_id, garbler))
+    # then the request fails at once with a code of its own, saying what was wrong ...
+    with pytest.raises(InferenceError) as error:
+        await asyncio.wait_for(first_chunk, 3.0)
+    assert error.value.code == "malformed_reply"
+    assert named in str(error.value)
+    # ... and the worker is told to stop
+    cancel = await asyncio.wait_for(worker.receive(garbler), 3.0)
+    assert cancel == {"type": "inference.cancel", "request_id": request_id}

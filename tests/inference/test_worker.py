@@ -1,18 +1,28 @@
 """Workers serving ASR, LLM and TTS over a real Redis channel layer."""
 
 import asyncio
+import copy
 import time
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+import pytest
 from channels_redis.core import RedisChannelLayer
 
 from tests.engine.conftest import Clip, prompt_tokens, wait_until, words
 from voiceapp.engine.audio import resample
-from voiceapp.engine.inference import LocalInference, collect
+from voiceapp.engine.inference import InferenceError, LocalInference, collect
 from voiceapp.engine.llm import LlamaLLM, LLMOptions
 from voiceapp.engine.models import default_voice
-from voiceapp.inference.client import ChannelsInference, ClientSettings
+from voiceapp.inference.client import ChannelsInference, ChannelStream, ClientSettings
+from voiceapp.inference.protocol import (
+    CHANNELS,
+    REPLY_CHANNEL_PREFIX,
+    encode_eou_payload,
+    encode_request,
+    encode_tts_payload,
+)
 from voiceapp.inference.worker import InferenceWorker
 
 StartWorker = Callable[..., InferenceWorker]
@@ -198,3 +208,77 @@ async def test_a_worker_never_runs_more_requests_than_its_slots(
     assert all(results)
     assert busiest == [1, 1] or max(busiest) == 1
     assert sum(w.served["llm"] for w in workers) == 3
+
+
+async def test_a_malformed_request_is_refused_and_the_worker_goes_on(
+    start_worker: StartWorker,
+    make_layer: Callable[[], RedisChannelLayer],
+    client: ChannelsInference,
+) -> None:
+    # given a TTS worker, and a caller that writes requests by hand
+    worker = await start_worker(kinds=("tts",))
+    layer = make_layer()
+    reply = f"{REPLY_CHANNEL_PREFIX}.by-hand"
+
+    def tts_request(request_id: str) -> dict[str, Any]:
+        payload = encode_tts_payload("Our office opens at nine.", default_voice())
+        message = encode_request(
+            "tts", payload, request_id=request_id, reply_channel=reply, accept_by=time.time() + 5
+        )
+        return copy.deepcopy(dict(message))
+
+    # when a request without its text and a request of another kind arrive on its queue
+    no_text = tts_request("no-text")
+    del no_text["payload"]["text"]
+    other_kind = encode_request(
+        "eou",
+        encode_eou_payload("Hello"),
+        request_id="other-kind",
+        reply_channel=reply,
+        accept_by=time.time() + 5,
+    )
+    await layer.send(CHANNELS["tts"], no_text)
+    await layer.send(CHANNELS["tts"], other_kind)
+    # then each is answered with an error that says what is wrong with it
+    errors = [await asyncio.wait_for(layer.receive(reply), 3.0) for _ in range(2)]
+    by_request = {e["request_id"]: e for e in errors}
+    assert {e["type"] for e in errors} == {"inference.error"}
+    assert {e["code"] for e in errors} == {"malformed_request"}
+    assert {e["worker"] for e in errors} == {worker.channel}
+    assert "'payload.text' is missing" in by_request["no-text"]["message"]
+    assert "'kind' is 'eou' on inference.tts" in by_request["other-kind"]["message"]
+    # when messages it cannot answer (no reply channel, a cancel without its request,
+    # a reply sent to it by mistake) arrive on its queue and on its own channel
+    await layer.send(CHANNELS["tts"], {"type": "inference.request", "kind": "tts"})
+    await layer.send(worker.channel, {"type": "inference.cancel"})
+    await layer.send(worker.channel, {"type": "inference.token", "request_id": "x"})
+    # then it goes on serving both: a request sent to it by name ...
+    await layer.send(worker.channel, tts_request("by-name"))
+    replies: list[dict[str, Any]] = []
+    while not replies or replies[-1]["type"] not in ("inference.done", "inference.error"):
+        replies.append(await asyncio.wait_for(layer.receive(reply), 5.0))
+    assert replies[-1]["type"] == "inference.done"
+    assert "inference.audio" in {r["type"] for r in replies}
+    # ... and one from its queue
+    assert await collect(client.synthesize("Hello there.", default_voice()))
+    assert worker.served["tts"] == 2
+
+
+async def test_a_caller_is_told_that_its_request_was_malformed(
+    start_worker: StartWorker, client: ChannelsInference
+) -> None:
+    # given a worker, and a speech request whose payload has no text
+    await start_worker(kinds=("tts",))
+    voice = default_voice()
+    payload: Any = {
+        "voice_id": voice.voice_id,
+        "model_path": voice.model_path,
+        "speed": voice.speed,
+    }
+    stream = ChannelStream(client, "tts", payload, lambda reply: reply)
+    # when it is sent
+    with pytest.raises(InferenceError) as error:
+        await collect(stream)
+    # then the caller gets the worker's refusal, naming the field
+    assert error.value.code == "malformed_request"
+    assert "'payload.text' is missing" in str(error.value)

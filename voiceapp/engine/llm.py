@@ -32,30 +32,6 @@ class LLMOptions:
     # The HTTP backend sends it as frequency_penalty = repeat_penalty - 1.
     repeat_penalty: float = 1.1
 
-    def to_wire(self) -> dict[str, Any]:
-        """The options as a JSON-safe dict (the inference request's fields)."""
-        return {
-            "max_tokens": self.max_tokens,
-            "temperature": self.temperature,
-            "model": self.model,
-            "backend": self.backend,
-            "session": self.session,
-            "repeat_penalty": self.repeat_penalty,
-        }
-
-    @classmethod
-    def from_wire(cls, payload: dict[str, Any]) -> LLMOptions:
-        """The inverse of `to_wire`; missing fields take the defaults above."""
-        d = cls()
-        return cls(
-            max_tokens=int(payload.get("max_tokens", d.max_tokens)),
-            temperature=float(payload.get("temperature", d.temperature)),
-            model=str(payload.get("model", d.model)),
-            backend=str(payload.get("backend", d.backend)),
-            session=str(payload.get("session", d.session)),
-            repeat_penalty=float(payload.get("repeat_penalty", d.repeat_penalty)),
-        )
-
 
 @dataclass(slots=True)
 class PromptUsage:

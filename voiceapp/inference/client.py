@@ -28,7 +28,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NoReturn, TypeVar
 
 import numpy as np
 
@@ -38,12 +38,50 @@ from voiceapp.engine.inference import AudioChunk, InferenceError
 from voiceapp.engine.llm import LLMOptions, Message, PromptUsage
 from voiceapp.engine.tts import VoiceSpec
 
-from .protocol import CHANNELS, REPLY_CHANNEL_PREFIX, SEND_TRIES, layer_send
+from .protocol import (
+    ACCEPTED,
+    AUDIO,
+    CHANNELS,
+    CLOSED,
+    DONE,
+    ERROR,
+    HEARTBEAT,
+    MALFORMED_REPLY,
+    REPLY_CHANNEL_PREFIX,
+    RESULT,
+    SCORE,
+    SEND_TRIES,
+    TOKEN,
+    Payload,
+    ProtocolError,
+    Reply,
+    Request,
+    TokenMessage,
+    as_prompt_usage,
+    as_transcript,
+    decode_received,
+    encode_asr_payload,
+    encode_cancel,
+    encode_closed,
+    encode_eou_payload,
+    encode_llm_payload,
+    encode_request,
+    encode_tts_payload,
+    layer_send,
+    unexpected,
+)
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-CLOSED = "inference.closed"  # a stream to its own reader: no more replies wanted
 ACCEPT_GRACE_S = 0.5  # after `accept_by`, for a worker's accept already on its way
+
+
+@dataclass(frozen=True, slots=True)
+class MalformedReply:
+    """A reply this stream could not read, for the request it names (or the latest)."""
+
+    request_id: str
+    error: ProtocolError
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +110,8 @@ class ChannelStream(Generic[T]):
         self,
         client: ChannelsInference,
         kind: str,
-        payload: dict[str, Any],
-        decode: Any,
+        payload: Payload,
+        decode: Callable[[Reply], T],
         *,
         prefer: str | None = None,
         on_accept: Callable[[str], None] | None = None,
@@ -90,9 +128,9 @@ class ChannelStream(Generic[T]):
         self._delivered = 0
         self._request_id = ""
         self._abandoned: set[str] = set()
-        self._owners: dict[Any, Any] = {}  # request id -> the worker that accepted it first
+        self._owners: dict[str, str] = {}  # request id -> the worker that accepted it first
         self._reply = f"{REPLY_CHANNEL_PREFIX}.{uuid.uuid4().hex}"
-        self._inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self._inbox: asyncio.Queue[Reply | MalformedReply] = asyncio.Queue()
         self._reader: asyncio.Task[None] | None = None
         self._accept_by = 0.0  # wall clock: until then a worker may take the latest attempt
         self._worker: str | None = None
@@ -118,7 +156,7 @@ class ChannelStream(Generic[T]):
         failures = 0
         while True:
             try:
-                message = dict(await layer.receive(self._reply))
+                raw = await layer.receive(self._reply)
                 failures = 0
             except Exception as exc:
                 # After a Redis restart each dead pooled connection fails once: try again
@@ -129,24 +167,36 @@ class ChannelStream(Generic[T]):
                     return
                 await asyncio.sleep(0.05 * failures)
                 continue
-            kind = message.get("type")
-            if kind == CLOSED:
+            try:
+                message = decode_received(raw)
+            except ProtocolError as exc:
+                log.warning("%s request: malformed reply on %s: %s", self._kind, self._reply, exc)
+                request_id = exc.request_id or self._request_id
+                if not self._finished and not self._ignored(request_id, exc.worker):
+                    self._inbox.put_nowait(MalformedReply(request_id, exc))
+                continue
+            if message["type"] == CLOSED:
                 return
-            request_id, sender = message.get("request_id"), message.get("worker")
-            if kind == "inference.accepted":
+            if message["type"] == ACCEPTED:
+                request_id, sender = message["request_id"], message["worker"]
                 if request_id in self._abandoned or (
                     self._owners.setdefault(request_id, sender) != sender
                 ):
                     # Taken just as it was given up, or taken twice (channels_redis can
                     # hand a shared-queue message out twice): keep to one worker.
-                    await self._cancel(str(sender), str(request_id))
+                    await self._cancel(sender, request_id)
                     continue
-            elif request_id in self._abandoned or (
-                sender is not None and self._owners.get(request_id, sender) != sender
-            ):
+            elif self._ignored(message["request_id"], message.get("worker")):
                 continue
             if not self._finished:
                 self._inbox.put_nowait(message)
+
+    def _ignored(self, request_id: str, sender: str | None) -> bool:
+        """A reply to an abandoned attempt, or from a worker other than the one that
+        accepted the request first."""
+        return request_id in self._abandoned or (
+            sender is not None and self._owners.get(request_id, sender) != sender
+        )
 
     async def _send_request(self) -> None:
         layer = self._client.layer
@@ -177,17 +227,15 @@ class ChannelStream(Generic[T]):
                 "layer_unavailable",
             ) from exc
 
-    def _request(self) -> dict[str, Any]:
+    def _request(self) -> Request:
         self._accept_by = time.time() + self._accept_timeout()
-        return {
-            "type": "inference.request",
-            "kind": self._kind,
-            "request_id": self._request_id,
-            "reply_channel": self._reply,
-            "accept_by": self._accept_by,
-            "queued_at": time.time(),  # for the worker's queue-wait figures
-            "payload": self._payload,
-        }
+        return encode_request(
+            self._kind,
+            self._payload,
+            request_id=self._request_id,
+            reply_channel=self._reply,
+            accept_by=self._accept_by,
+        )
 
     def _accept_timeout(self) -> float:
         s = self._client.settings
@@ -217,43 +265,56 @@ class ChannelStream(Generic[T]):
                     continue
                 await self._finish()
                 raise
-            kind = message.get("type")
-            if message.get("request_id") != self._request_id:
+            if isinstance(message, MalformedReply):
+                if message.request_id == self._request_id:
+                    await self._malformed(message.error)
                 continue
-            if isinstance(message.get("usage"), dict):
-                self._read_usage(message["usage"])
-            if kind == "inference.accepted":
-                self._worker = self.worker = str(message["worker"])
+            if message["request_id"] != self._request_id:
+                continue
+            if message["type"] == ACCEPTED:
+                self._worker = self.worker = message["worker"]
                 self._accept_ms = 1000.0 * (time.monotonic() - self._sent_at)
                 if self._on_accept is not None:
                     self._on_accept(self._worker)
-            elif kind == "inference.heartbeat":
+            elif message["type"] == HEARTBEAT:
                 continue
-            elif kind == "inference.done":
+            elif message["type"] == DONE:
+                if "usage" in message:
+                    self.usage = as_prompt_usage(message["usage"])
                 await self._finish(completed=True)
                 raise StopAsyncIteration
-            elif kind == "inference.error":
+            elif message["type"] == ERROR:
                 await self._finish(completed=True)
                 raise InferenceError(
-                    f"{self._kind} worker error: {message.get('message')}",
-                    str(message.get("code", "inference_error")),
+                    f"{self._kind} worker error: {message['message']}", message["code"]
                 )
             else:
-                if "queue_ms" in message and message["queue_ms"] is not None:
-                    self._worker_queue_ms = float(message["queue_ms"])
+                try:
+                    result = self._decode(message)
+                except ProtocolError as exc:
+                    log.warning("%s request %s: %s", self._kind, self._request_id, exc)
+                    await self._malformed(exc)
+                if message["type"] == TOKEN:
+                    self._read_token(message)
                 self._delivered += 1
-                return self._decode(message)
+                return result
 
-    def _read_usage(self, usage: dict[str, Any]) -> None:
-        self.usage = PromptUsage(
-            input_tokens=int(usage.get("input_tokens") or 0),
-            cached_tokens=int(usage.get("cached_tokens") or 0),
-        )
+    def _read_token(self, message: TokenMessage) -> None:
+        """The worker's queue time and prompt count, which ride on a reply's first token."""
+        if message.get("queue_ms") is not None:
+            self._worker_queue_ms = message.get("queue_ms")
+        if "usage" in message:
+            self.usage = as_prompt_usage(message["usage"])
+
+    async def _malformed(self, error: ProtocolError) -> NoReturn:
+        """End the request on a reply it could not read; the worker is told to stop."""
+        await self._finish()
+        raise InferenceError(f"{self._kind} reply malformed: {error}", MALFORMED_REPLY) from error
 
     def _expired(self) -> bool:
         return time.monotonic() >= self._deadline
 
-    async def _receive(self) -> dict[str, Any]:
+    async def _receive(self) -> Reply | MalformedReply:
         s = self._client.settings
         wait = s.liveness_timeout_s if self._worker else self._accept_timeout()
         wait = min(wait, self._deadline - time.monotonic())
@@ -281,9 +342,7 @@ class ChannelStream(Generic[T]):
 
     async def _cancel(self, worker: str, request_id: str) -> None:
         with contextlib.suppress(Exception):
-            await self._client.layer.send(
-                worker, {"type": "inference.cancel", "request_id": request_id}
-            )
+            await self._client.layer.send(worker, encode_cancel(request_id))
 
     async def _finish(self, *, completed: bool = False) -> None:
         """No more replies wanted: stop the worker, then the reader once nothing can come."""
@@ -304,33 +363,37 @@ class ChannelStream(Generic[T]):
     async def _close_reader(self, linger: float) -> None:
         await asyncio.sleep(linger)
         with contextlib.suppress(Exception):
-            await self._client.layer.send(self._reply, {"type": CLOSED})
+            await self._client.layer.send(self._reply, encode_closed())
 
     async def aclose(self) -> None:
         await self._finish()
 
 
-def _decode_token(message: dict[str, Any]) -> str:
-    return str(message["text"])
+# What each kind's stream yields, from the one reply type that kind is answered with.
 
 
-def _decode_audio(message: dict[str, Any]) -> AudioChunk:
-    return AudioChunk(pcm16_to_float(bytes(message["pcm"])), int(message["sample_rate"]))
+def _decode_token(message: Reply) -> str:
+    if message["type"] != TOKEN:
+        raise unexpected(message, TOKEN)
+    return message["text"]
 
 
-def _decode_score(message: dict[str, Any]) -> float:
-    return float(message["probability"])
+def _decode_audio(message: Reply) -> AudioChunk:
+    if message["type"] != AUDIO:
+        raise unexpected(message, AUDIO)
+    return AudioChunk(pcm16_to_float(message["pcm"]), message["sample_rate"])
 
 
-def _decode_transcript(message: dict[str, Any]) -> Transcript:
-    t = message["transcript"]
-    return Transcript(
-        text=str(t["text"]),
-        no_speech_prob=float(t["no_speech_prob"]),
-        avg_logprob=float(t["avg_logprob"]),
-        audio_seconds=float(t["audio_seconds"]),
-        rejected=t.get("rejected"),
-    )
+def _decode_score(message: Reply) -> float:
+    if message["type"] != SCORE:
+        raise unexpected(message, SCORE)
+    return message["probability"]
+
+
+def _decode_transcript(message: Reply) -> Transcript:
+    if message["type"] != RESULT:
+        raise unexpected(message, RESULT)
+    return as_transcript(message["transcript"])
 
 
 class ChannelsInference:
@@ -351,7 +414,7 @@ class ChannelsInference:
         """
         for reply in list(self.readers):
             with contextlib.suppress(Exception):
-                await self.layer.send(reply, {"type": CLOSED})
+                await self.layer.send(reply, encode_closed())
         pending = [t for t in self._tasks if not t.done() and t not in self.readers.values()]
         for task in pending:  # readers' delayed close messages: already sent above
             task.cancel()
@@ -378,7 +441,7 @@ class ChannelsInference:
     async def transcribe(
         self, audio: np.ndarray, language: str, model: str = DEFAULT_ASR_MODEL
     ) -> Transcript:
-        payload = {"audio": float_to_pcm16(audio), "language": language, "model": model}
+        payload = encode_asr_payload(float_to_pcm16(audio), language, model)
         stream: ChannelStream[Transcript] = ChannelStream(self, "asr", payload, _decode_transcript)
         try:
             async for transcript in stream:
@@ -389,7 +452,7 @@ class ChannelsInference:
 
     async def end_of_turn(self, text: str, previous_reply: str) -> float:
         stream: ChannelStream[float] = ChannelStream(
-            self, "eou", {"text": text, "previous_reply": previous_reply}, _decode_score
+            self, "eou", encode_eou_payload(text, previous_reply), _decode_score
         )
         try:
             async for probability in stream:
@@ -399,7 +462,7 @@ class ChannelsInference:
         raise InferenceError("end-of-turn worker finished without a score", "eou_failed")
 
     def generate(self, messages: list[Message], options: LLMOptions) -> ChannelStream[str]:
-        payload = {"messages": [dict(m) for m in messages], **options.to_wire()}
+        payload = encode_llm_payload(messages, options)
         session = options.session
         if not session:
             return ChannelStream(self, "llm", payload, _decode_token)
@@ -413,10 +476,4 @@ class ChannelsInference:
         )
 
     def synthesize(self, text: str, voice: VoiceSpec) -> ChannelStream[AudioChunk]:
-        payload = {
-            "text": text,
-            "voice_id": voice.voice_id,
-            "model_path": voice.model_path,
-            "speed": voice.speed,
-        }
-        return ChannelStream(self, "tts", payload, _decode_audio)
+        return ChannelStream(self, "tts", encode_tts_payload(text, voice), _decode_audio)

@@ -19,14 +19,40 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Coroutine, Mapping
 from typing import Any
 
-from voiceapp.engine.asr import DEFAULT_ASR_MODEL, Transcript
 from voiceapp.engine.audio import float_to_pcm16, pcm16_to_float
 from voiceapp.engine.inference import LocalInference
-from voiceapp.engine.llm import LLMOptions, PromptUsage
-from voiceapp.engine.tts import VoiceSpec
 
 from .capacity import Advert, CapacityAdvertiser, PoolRegistry, RedisPoolRegistry
-from .protocol import CHANNELS, HEARTBEAT_S, KINDS, WORKER_CHANNEL_PREFIX, layer_send, redis_hosts
+from .protocol import (
+    CANCEL,
+    CHANNELS,
+    HEARTBEAT_S,
+    KINDS,
+    MALFORMED_REQUEST,
+    WORKER_CHANNEL_PREFIX,
+    AsrPayload,
+    DoneMessage,
+    EouPayload,
+    LlmPayload,
+    ProtocolError,
+    Request,
+    TtsPayload,
+    as_chat_messages,
+    as_llm_options,
+    as_voice,
+    decode_request,
+    decode_worker_message,
+    encode_accepted,
+    encode_audio,
+    encode_done,
+    encode_error,
+    encode_heartbeat,
+    encode_result,
+    encode_score,
+    encode_token,
+    layer_send,
+    redis_hosts,
+)
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +159,11 @@ class InferenceWorker:
         while True:
             await self._free_slot(kind)
             message = await self._receive(CHANNELS[kind])
+            try:
+                request = decode_request(message, kind)
+            except ProtocolError as exc:
+                self._refuse(exc)
+                continue
             if self._busy[kind] >= self.slots[kind]:
                 # A request sent to this worker by name took the slot while this loop
                 # waited: back to the shared queue, where an idle worker takes it.
@@ -141,17 +172,34 @@ class InferenceWorker:
                     continue
                 except Exception as exc:
                     log.warning("could not requeue a %s request (%s): serving it", kind, exc)
-            self._start(kind, message)
+            self._start(request)
 
     async def _free_slot(self, kind: str) -> None:
         while self._busy[kind] >= self.slots[kind]:
             self._freed.clear()
             await self._freed.wait()
 
-    def _start(self, kind: str, message: dict[str, Any]) -> None:
+    def _refuse(self, error: ProtocolError) -> None:
+        """A request this worker cannot read: answered with an error when it says where
+        to, else only logged. The worker goes on either way."""
+        if error.reply_channel is None or error.request_id is None:
+            log.warning("dropping a malformed request with nowhere to reply: %s", error)
+            return
+        log.warning("refusing malformed request %s: %s", error.request_id, error)
+        reply = encode_error(error.request_id, MALFORMED_REQUEST, str(error), worker=self.channel)
+        self._spawn(self._send_quietly(error.reply_channel, reply))
+
+    async def _send_quietly(self, channel: str, message: Mapping[str, object]) -> None:
+        try:
+            await layer_send(self.layer, channel, message)
+        except Exception as exc:
+            log.warning("could not send %s to %s: %s", message.get("type"), channel, exc)
+
+    def _start(self, request: Request) -> None:
         """Take a request: it holds one of the kind's slots until its handler ends."""
+        kind = request["kind"]
         self._busy[kind] += 1
-        self._spawn(self._handle(kind, message)).add_done_callback(lambda _t: self._release(kind))
+        self._spawn(self._handle(request)).add_done_callback(lambda _t: self._release(kind))
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         """A task of this worker's, cancelled with it."""
@@ -166,39 +214,39 @@ class InferenceWorker:
 
     async def _control(self) -> None:
         while True:
-            message = await self._receive(self.channel)
-            kind = message.get("type")
-            if kind == "inference.cancel":
-                handler = self._handlers.get(str(message.get("request_id")))
+            raw = await self._receive(self.channel)
+            try:
+                message = decode_worker_message(raw)
+            except ProtocolError as exc:
+                self._refuse(exc)
+                continue
+            if message["type"] == CANCEL:
+                handler = self._handlers.get(message["request_id"])
                 if handler is not None:
                     handler.cancel()
-            elif kind == "inference.request" and message.get("kind") in self.kinds:
-                self._spawn(self._direct(str(message["kind"]), message))
+            elif message["kind"] in self.kinds:
+                self._spawn(self._direct(message))
 
-    async def _direct(self, kind: str, message: dict[str, Any]) -> None:
+    async def _direct(self, request: Request) -> None:
         """A request sent to this worker by name (a call's next LLM turn, for its cache).
 
         Taken when a slot is free before `accept_by`; otherwise left to expire, and the
         caller sends it to the shared queue.
         """
-        wait = float(message.get("accept_by", 0.0)) - time.time()
+        kind = request["kind"]
+        wait = request["accept_by"] - time.time()
         try:
             await asyncio.wait_for(self._free_slot(kind), max(0.0, wait))
         except TimeoutError:
-            log.info("direct %s request %s: no free slot in time", kind, message.get("request_id"))
+            log.info("direct %s request %s: no free slot in time", kind, request["request_id"])
             return
-        self._start(kind, message)
+        self._start(request)
 
-    async def _send(self, reply: str, message: dict[str, Any]) -> None:
-        """A reply, signed with this worker's channel: the caller keeps to one worker."""
-        await layer_send(self.layer, reply, {**message, "worker": self.channel})
+    async def _send(self, reply: str, message: Mapping[str, object]) -> None:
+        await layer_send(self.layer, reply, message)
 
-    async def _handle(self, kind: str, message: dict[str, Any]) -> None:
-        request_id = str(message.get("request_id", ""))
-        reply = message.get("reply_channel")
-        if not reply or not request_id:
-            log.warning("dropping malformed %s request", kind)
-            return
+    async def _handle(self, request: Request) -> None:
+        kind, request_id, reply = request["kind"], request["request_id"], request["reply_channel"]
         if request_id in self._seen:
             # channels_redis can hand a shared-queue message out twice (its receive
             # puts messages in flight back on the queue; django/channels_redis#163).
@@ -207,38 +255,34 @@ class InferenceWorker:
         self._seen[request_id] = None
         while len(self._seen) > SEEN_REQUESTS:
             self._seen.popitem(last=False)
-        if time.time() > float(message.get("accept_by", float("inf"))):
+        if time.time() > request["accept_by"]:
             log.info("dropping stale %s request %s", kind, request_id)
             return
-        send = self._send
+        send, worker = self._send, self.channel
 
         async def heartbeat() -> None:
             while True:
                 await asyncio.sleep(HEARTBEAT_S)
-                await send(reply, {"type": "inference.heartbeat", "request_id": request_id})
+                await send(reply, encode_heartbeat(request_id, worker=worker))
 
         current = asyncio.current_task()
         assert current is not None
         self._handlers[request_id] = current
         beat = asyncio.create_task(heartbeat())
         try:
-            await send(
-                reply,
-                {"type": "inference.accepted", "request_id": request_id, "worker": self.channel},
-            )
-            payload = message.get("payload") or {}
-            done: dict[str, Any] = {"type": "inference.done", "request_id": request_id}
+            await send(reply, encode_accepted(request_id, worker=worker))
+            done = encode_done(request_id, worker=worker)
             started = time.monotonic()
-            waited = time.time() - float(message.get("queued_at", time.time()))
+            waited = time.time() - request["queued_at"]
             audio_s = 0.0
-            if kind == "asr":
-                audio_s = await self._asr(reply, request_id, payload)
-            elif kind == "llm":
-                done["queue_ms"], done["usage"] = await self._llm(reply, request_id, payload)
-            elif kind == "eou":
-                await self._eou(reply, request_id, payload)
+            if request["kind"] == "asr":
+                audio_s = await self._asr(reply, request_id, request["payload"])
+            elif request["kind"] == "llm":
+                done = await self._llm(reply, request_id, request["payload"])
+            elif request["kind"] == "eou":
+                await self._eou(reply, request_id, request["payload"])
             else:
-                audio_s = await self._tts(reply, request_id, payload)
+                audio_s = await self._tts(reply, request_id, request["payload"])
             self.capacity.record(
                 kind, wait_s=waited, service_s=time.monotonic() - started, audio_s=audio_s
             )
@@ -251,104 +295,67 @@ class InferenceWorker:
             log.warning("%s request %s failed: %s", kind, request_id, exc)
             with contextlib.suppress(Exception):
                 await send(
-                    reply,
-                    {
-                        "type": "inference.error",
-                        "request_id": request_id,
-                        "code": f"{kind}_failed",
-                        "message": str(exc),
-                    },
+                    reply, encode_error(request_id, f"{kind}_failed", str(exc), worker=worker)
                 )
         finally:
             beat.cancel()
             self._handlers.pop(request_id, None)
 
-    async def _asr(self, reply: str, request_id: str, payload: dict[str, Any]) -> float:
+    async def _asr(self, reply: str, request_id: str, payload: AsrPayload) -> float:
         """Transcribe; returns the seconds of audio read."""
-        audio = pcm16_to_float(bytes(payload["audio"]))
-        language = str(payload.get("language", "en"))
-        model = str(payload.get("model") or DEFAULT_ASR_MODEL)
-        t: Transcript = await self.inference.transcribe(audio, language, model)
-        await self._send(
-            reply,
-            {
-                "type": "inference.result",
-                "request_id": request_id,
-                "transcript": {
-                    "text": t.text,
-                    "no_speech_prob": t.no_speech_prob,
-                    "avg_logprob": t.avg_logprob,
-                    "audio_seconds": t.audio_seconds,
-                    "rejected": t.rejected,
-                },
-            },
-        )
+        audio = pcm16_to_float(payload["audio"])
+        transcript = await self.inference.transcribe(audio, payload["language"], payload["model"])
+        await self._send(reply, encode_result(request_id, transcript, worker=self.channel))
         return len(audio) / 16000
 
-    async def _eou(self, reply: str, request_id: str, payload: dict[str, Any]) -> None:
-        probability = await self.inference.end_of_turn(
-            str(payload["text"]), str(payload.get("previous_reply", ""))
-        )
-        await self._send(
-            reply,
-            {"type": "inference.score", "request_id": request_id, "probability": probability},
-        )
+    async def _eou(self, reply: str, request_id: str, payload: EouPayload) -> None:
+        probability = await self.inference.end_of_turn(payload["text"], payload["previous_reply"])
+        await self._send(reply, encode_score(request_id, probability, worker=self.channel))
 
-    async def _llm(
-        self, reply: str, request_id: str, payload: dict[str, Any]
-    ) -> tuple[float | None, dict[str, int]]:
-        """Stream the reply's deltas; its queue time and prompt usage for `done`."""
-        options = LLMOptions.from_wire(payload)
-        messages = [
-            {"role": str(m["role"]), "content": str(m["content"])} for m in payload["messages"]
-        ]
-        stream = self.inference.generate(messages, options)
+    async def _llm(self, reply: str, request_id: str, payload: LlmPayload) -> DoneMessage:
+        """Stream the reply's deltas; returns its `done`, with its queue time and prompt
+        usage."""
+        stream = self.inference.generate(as_chat_messages(payload), as_llm_options(payload))
         first = True
         try:
             async for delta in stream:
-                message: dict[str, Any] = {
-                    "type": "inference.token",
-                    "request_id": request_id,
-                    "text": delta,
-                }
                 if first:
-                    message["queue_ms"] = stream.queue_ms
-                    if stream.usage.input_tokens:
-                        message["usage"] = _usage_wire(stream.usage)
+                    # the count is known by the first token with the local model only
+                    usage = stream.usage if stream.usage.input_tokens else None
+                    token = encode_token(
+                        request_id,
+                        delta,
+                        worker=self.channel,
+                        queue_ms=stream.queue_ms,
+                        usage=usage,
+                    )
                     first = False
-                await self._send(reply, message)
+                else:
+                    token = encode_token(request_id, delta, worker=self.channel)
+                await self._send(reply, token)
         finally:
             await stream.aclose()
-        return stream.queue_ms, _usage_wire(stream.usage)
-
-    async def _tts(self, reply: str, request_id: str, payload: dict[str, Any]) -> float:
-        """Stream the synthesized audio; returns its seconds."""
-        voice = VoiceSpec(
-            voice_id=str(payload.get("voice_id", "")),
-            model_path=str(payload["model_path"]),
-            speed=float(payload.get("speed", 1.0)),
+        return encode_done(
+            request_id, worker=self.channel, queue_ms=stream.queue_ms, usage=stream.usage
         )
-        stream = self.inference.synthesize(str(payload["text"]), voice)
+
+    async def _tts(self, reply: str, request_id: str, payload: TtsPayload) -> float:
+        """Stream the synthesized audio; returns its seconds."""
+        stream = self.inference.synthesize(payload["text"], as_voice(payload))
         seconds = 0.0
         try:
             async for chunk in stream:
                 seconds += len(chunk.samples) / chunk.sample_rate
-                await self._send(
-                    reply,
-                    {
-                        "type": "inference.audio",
-                        "request_id": request_id,
-                        "pcm": float_to_pcm16(chunk.samples),
-                        "sample_rate": chunk.sample_rate,
-                    },
+                audio = encode_audio(
+                    request_id,
+                    float_to_pcm16(chunk.samples),
+                    chunk.sample_rate,
+                    worker=self.channel,
                 )
+                await self._send(reply, audio)
         finally:
             await stream.aclose()
         return seconds
-
-
-def _usage_wire(usage: PromptUsage) -> dict[str, int]:
-    return {"input_tokens": usage.input_tokens, "cached_tokens": usage.cached_tokens}
 
 
 async def serve_forever(

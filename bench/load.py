@@ -565,6 +565,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         tempfile.TemporaryDirectory() as tmp,
         Topology(Path(tmp), args.workers, topology_env(args)) as topo,
     ):
+        devices = await topo.worker_devices()
         idle = await idle_figures(topo, args.idle_s)
         for calls in steps_wanted:
             print(f"step: {calls} callers", flush=True)
@@ -583,6 +584,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "python": sys.version.split()[0],
             "load_average_before": [round(x, 2) for x in load_before],
         },
+        # where each worker's models ran, from the worker's own capacity advert
+        "devices": devices,
         "config": {
             "max_calls": args.max_calls,
             "wait_budget_ms": args.wait_budget_ms,

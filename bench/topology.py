@@ -88,6 +88,18 @@ class Topology:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    async def worker_devices(self) -> dict[str, dict[str, Any]]:
+        """Where each worker's models run, as the worker itself advertises it
+        (engine/devices.py's plan), by its channel's id as /metrics names it."""
+        from voiceapp.inference.capacity import RedisPoolRegistry
+
+        registry = RedisPoolRegistry(self.env["REDIS_URL"], self.env["CHANNELS_PREFIX"])
+        try:
+            adverts = await registry.adverts()
+        finally:
+            await registry.aclose()
+        return {a.worker.rsplit(".", 1)[-1][:12]: a.devices for a in adverts}
+
     def __enter__(self) -> Topology:
         try:
             self._start()

@@ -149,6 +149,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     questions = load_questions(ROOT / "bench" / ".cache")
     with tempfile.TemporaryDirectory() as tmp, Topology(Path(tmp), args.workers) as topo:
         base = f"http://127.0.0.1:{topo.port}/v1"
+        devices = await topo.worker_devices()
         print(f"one call: {len(questions) * args.repeat} questions", flush=True)
         single = await call(base, topo.key, questions, args.repeat)
         print(f"{args.concurrent} calls at once", flush=True)
@@ -160,6 +161,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "mode": "websocket",
         "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
         "workers": args.workers,
+        # where each worker's models ran, from the worker's own capacity advert
+        "devices": devices,
         "summary": {
             "one_call": summarize(single),
             f"{args.concurrent}_concurrent": summarize(concurrent),

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from datetime import timedelta
@@ -16,6 +17,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from sessions.models import Call
 from tests.conftest import Tenant
 from tests.support.calls import make_call
+from voiceapp.engine.devices import CPU_PROVIDER, CUDA_PROVIDER, DevicePlan
+from voiceapp.inference.capacity import Advert
 from voiceapp.personas.models import Persona
 
 pytestmark = pytest.mark.django_db
@@ -147,3 +150,70 @@ def test_inference_queue_depth_in_embedded_mode(token: str, settings: Any) -> No
 
     assert samples[("voiceapp_inference_queue_depth", (("kind", "llm"),))] == 1
     assert samples[("voiceapp_inference_queue_depth", (("kind", "asr"),))] == 0
+
+
+def _pool_registry() -> Any:
+    from voiceapp.inference.capacity import RedisPoolRegistry
+    from voiceapp.inference.runtime import memory_pool_registry
+
+    if not settings.REDIS_URL:
+        return memory_pool_registry
+    return RedisPoolRegistry(settings.REDIS_URL, settings.CHANNELS_PREFIX)
+
+
+def _advert(worker: str, devices: dict[str, Any]) -> Advert:
+    kinds = ["asr", "llm", "tts", "eou"]
+    return Advert(
+        worker=worker,
+        kinds=kinds,
+        slots=dict.fromkeys(kinds, 1),
+        busy=dict.fromkeys(kinds, 0),
+        max_calls=4,
+        cores=2,
+        cpu=0.0,
+        overloaded=False,
+        at=time.time(),
+        devices=devices,
+    )
+
+
+def test_each_worker_says_where_its_models_run(token: str, settings: Any) -> None:
+    # given a pool of its own with a GPU worker and a worker that advertises no devices
+    settings.CHANNELS_PREFIX = f"metrics-{uuid.uuid4().hex[:8]}"
+    gpu = DevicePlan("cuda", "float16", -1, -1, (CUDA_PROVIDER, CPU_PROVIDER))
+    adverts = [_advert("inference.worker.gpu0", gpu.as_dict()), _advert("inference.old1", {})]
+
+    async def publish() -> None:
+        registry = _pool_registry()
+        for advert in adverts:
+            await registry.publish(advert)
+        if hasattr(registry, "aclose"):
+            await registry.aclose()
+
+    async def withdraw() -> None:
+        registry = _pool_registry()
+        for advert in adverts:
+            await registry.withdraw(advert.worker)
+        if hasattr(registry, "aclose"):
+            await registry.aclose()
+
+    asyncio.run(publish())
+    try:
+        samples = _samples()
+    finally:
+        asyncio.run(withdraw())
+
+    # then /metrics names the GPU worker's devices, and nothing for the other
+    labels = {
+        "worker": "gpu0",
+        "asr": "cuda",
+        "asr_compute_type": "float16",
+        "llm_gpu_layers": "-1",
+        "eou_gpu_layers": "-1",
+        "tts": CUDA_PROVIDER,
+    }
+    assert samples[("voiceapp_worker_devices", tuple(sorted(labels.items())))] == 1
+    assert [k for k in samples if k[0] == "voiceapp_worker_devices"] == [
+        ("voiceapp_worker_devices", tuple(sorted(labels.items())))
+    ]
+    assert samples[("voiceapp_worker_cpu_share", (("worker", "old1"),))] == 0

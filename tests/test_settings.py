@@ -117,3 +117,24 @@ def test_the_settings_file_fills_in_what_the_environment_leaves_unset(tmp_path: 
     # then the file gave the SECRET_KEY, and the environment won over the file
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "from-the-file | From the env"
+
+
+def test_device_settings_follow_inference_device_unless_set(tmp_path: Path) -> None:
+    show = (
+        "from django.conf import settings as s; "
+        "print(repr((s.INFERENCE_DEVICE, s.ASR_DEVICE, s.LLM_GPU_LAYERS)))"
+    )
+    base = {"DEBUG": "1", "DATA_DIR": str(tmp_path)}
+    # given nothing set: auto, and the per-model overrides empty (they follow it)
+    unset = manage("shell", "-c", show, env=base)
+    assert unset.returncode == 0, unset.stderr
+    assert unset.stdout.strip().splitlines()[-1] == "('auto', '', None)"
+    # given .env.example's empty values, and a layer count: the count is an override
+    empty = manage("shell", "-c", show, env={**base, "ASR_DEVICE": "", "LLM_GPU_LAYERS": ""})
+    assert empty.stdout.strip().splitlines()[-1] == "('auto', '', None)"
+    layers = manage("shell", "-c", show, env={**base, "LLM_GPU_LAYERS": "-1"})
+    assert layers.stdout.strip().splitlines()[-1] == "('auto', '', -1)"
+    # and a value that is no layer count stops the settings, naming the variable
+    bad = manage("shell", "-c", show, env={**base, "LLM_GPU_LAYERS": "all"})
+    assert bad.returncode != 0
+    assert "LLM_GPU_LAYERS must be empty, -1, 0 or a layer count." in bad.stderr

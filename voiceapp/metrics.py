@@ -115,9 +115,25 @@ def pool_metrics() -> Iterator[Metric]:
     overloaded = GaugeMetricFamily(
         "voiceapp_worker_overloaded", "1 when the worker takes no new calls.", labels=["worker"]
     )
+    devices = GaugeMetricFamily(
+        "voiceapp_worker_devices",
+        "Where the worker's models run (always 1; the labels say it): ASR device and "
+        "compute type, LLM and end-of-utterance layers on the GPU (-1: all), TTS provider.",
+        labels=["worker", "asr", "asr_compute_type", "llm_gpu_layers", "eou_gpu_layers", "tts"],
+    )
     for advert in adverts:
         worker = advert.worker.rsplit(".", 1)[-1][:12]
         cpu.add_metric([worker], advert.cpu)
+        plan = advert.devices
+        if plan:
+            labels = [
+                str(plan.get("asr_device", "")),
+                str(plan.get("asr_compute_type", "")),
+                str(plan.get("llm_gpu_layers", "")),
+                str(plan.get("eou_gpu_layers", "")),
+                str((plan.get("tts_providers") or [""])[0]),
+            ]
+            devices.add_metric([worker, *labels], 1)
         overloaded.add_metric([worker], float(advert.overloaded))
         for kind in advert.kinds:
             busy.add_metric([worker, kind], advert.busy.get(kind, 0))
@@ -127,7 +143,7 @@ def pool_metrics() -> Iterator[Metric]:
                 wait.add_metric([worker, kind], stats["wait_p95_ms"] / 1000)
             if "rtf" in stats:
                 rtf.add_metric([worker, kind], stats["rtf"])
-    yield from (busy, slots, wait, rtf, cpu, overloaded)
+    yield from (busy, slots, wait, rtf, cpu, overloaded, devices)
 
 
 REGISTRY = CollectorRegistry(auto_describe=False)

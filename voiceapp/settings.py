@@ -337,9 +337,12 @@ VOICE_PREVIEW_TEXT = env.str(
 )
 DEFAULT_VOICE = env.str("DEFAULT_VOICE", default="en_US-joe-medium")
 ASR_MODEL_PATH = env.str("ASR_MODEL_PATH", default="")
-# GPUs (docs/GPU.md): ASR_DEVICE cpu, cuda or auto; ASR_COMPUTE_TYPE "default" is int8
-# on the CPU and float16 on a GPU; LLM_GPU_LAYERS -1 puts every layer on the GPU.
-ASR_DEVICE = env.str("ASR_DEVICE", default="cpu")
+# Devices (docs/GPU.md): INFERENCE_DEVICE auto (a GPU when one is usable, else the CPU),
+# cpu or cuda (a GPU or refuse to start). Set, these override it for one model:
+# ASR_DEVICE cpu, cuda or auto; ASR_COMPUTE_TYPE ("default": int8 on the CPU, float16
+# on a GPU); LLM_GPU_LAYERS 0 none, -1 all (the end-of-utterance model follows it).
+INFERENCE_DEVICE = env.str("INFERENCE_DEVICE", default="auto")
+ASR_DEVICE = env.str("ASR_DEVICE", default="")
 ASR_COMPUTE_TYPE = env.str("ASR_COMPUTE_TYPE", default="default")
 ASR_THREADS = env.int("ASR_THREADS", default=2)
 LLM_MODEL_PATH = env.str("LLM_MODEL_PATH", default="")
@@ -348,7 +351,11 @@ LLM_MODEL_PATH = env.str("LLM_MODEL_PATH", default="")
 LLM_THREADS = env.int("LLM_THREADS", default=1)
 LLM_BATCH_THREADS = env.int("LLM_BATCH_THREADS", default=2)
 LLM_CONTEXT_TOKENS = env.int("LLM_CONTEXT_TOKENS", default=2048)
-LLM_GPU_LAYERS = env.int("LLM_GPU_LAYERS", default=0)
+# Empty (the default): follow INFERENCE_DEVICE, so only a value actually set overrides it.
+_llm_gpu_layers = env.str("LLM_GPU_LAYERS", default="").strip()
+if _llm_gpu_layers and not _llm_gpu_layers.lstrip("-").isdigit():
+    raise ImproperlyConfigured("LLM_GPU_LAYERS must be empty, -1, 0 or a layer count.")
+LLM_GPU_LAYERS = int(_llm_gpu_layers) if _llm_gpu_layers else None
 LLM_HTTP_BASE_URL = env.str("LLM_HTTP_BASE_URL", default="")
 LLM_HTTP_API_KEY = env.str("LLM_HTTP_API_KEY", default="")
 TTS_THREADS = env.int("TTS_THREADS", default=1)

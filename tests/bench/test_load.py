@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 
 from bench.load import Playout, knee_of, parser, proc_cpu_s, proc_rss_mb, run
+from voiceapp.engine.models import device_plan
+from voiceapp.inference.runtime import model_settings
 
 
 def ramp(*args: str) -> Any:
@@ -56,6 +58,10 @@ async def test_a_ramp_of_one_and_two_callers_reports_each_figure() -> None:
     passed = [s["calls"] for s in report["steps"] if s["passed"]]
     assert report["knee"]["calls"] == (2 if passed == [1, 2] else 1 if 1 in passed else 0)
     assert report["knee"]["definition"]
+    # and where the worker's models ran, as the worker advertised it: the plan these
+    # settings give on this machine
+    expected = device_plan(model_settings()).as_dict()
+    assert list(report["devices"].values()) == [expected]
 
 
 @pytest.mark.slow

@@ -11,6 +11,7 @@ import pytest
 from channels.layers import InMemoryChannelLayer
 
 from tests.engine.conftest import Clip, words
+from voiceapp.engine.devices import cuda_devices
 from voiceapp.engine.inference import LocalInference
 from voiceapp.engine.knowledge import Fact
 from voiceapp.inference import runtime
@@ -117,3 +118,25 @@ def test_embedded_server_loads_the_models_at_start(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     assert "loaded True True" in done.stdout
     assert "loading the voice models in the background" in done.stderr
+
+
+@pytest.mark.skipif(cuda_devices() > 0, reason="a machine without a GPU")
+def test_a_worker_asked_for_a_missing_gpu_refuses_to_start_saying_why() -> None:
+    # given a separate worker configured for the GPU, on a machine without one
+    env = {**os.environ, "INFERENCE_DEVICE": "cuda"}
+    # when it starts
+    done = subprocess.run(
+        [sys.executable, "manage.py", "inference_worker"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    # then it exits at once with what to change, not a traceback
+    assert done.returncode == 1
+    assert "CommandError: INFERENCE_DEVICE=cuda, but CTranslate2 finds no CUDA device" in (
+        done.stderr
+    )
+    assert "Use INFERENCE_DEVICE=cpu or auto" in done.stderr
+    assert "Traceback" not in done.stderr and "WORKER READY" not in done.stdout

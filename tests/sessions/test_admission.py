@@ -178,6 +178,8 @@ async def test_a_worker_advertises_its_slots_and_measured_speed(models: LocalInf
         [first] = await registry.adverts()
         assert (first.worker, first.max_calls) == (worker.channel, 3)
         assert first.slots["llm"] == models.llm_slots and first.stats["asr"] == {"requests": 0}
+        # and where its models run, as its models were loaded
+        assert models.devices is not None and first.devices == models.devices.as_dict()
         # when it transcribes two seconds of audio
         client = ChannelsInference(worker.layer, ClientSettings(accept_timeout_s=5.0))
         audio = (np.random.default_rng(1).standard_normal(32000) * 0.01).astype(np.float32)

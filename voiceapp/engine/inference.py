@@ -23,6 +23,7 @@ from typing import Any, Generic, Protocol, TypeVar
 import numpy as np
 
 from .asr import ASR, DEFAULT_ASR_MODEL, Transcript
+from .devices import DevicePlan
 from .eou import EndOfTurnScorer
 from .llm import LLM, LLMError, LLMOptions, Message, PromptUsage
 from .tts import TTS, VoiceSpec
@@ -179,8 +180,11 @@ class LocalInference:
         max_threads: int = 16,
         asr_model: str = DEFAULT_ASR_MODEL,
         asr_loader: Callable[[str], ASR] | None = None,
+        devices: DevicePlan | None = None,
     ) -> None:
+        """`devices`: where the models run (`load_inference` plans it; None: not known)."""
         self.asr = asr
+        self.devices = devices
         # Other ASR models by name, loaded on first use (a persona's larger Whisper).
         self._asrs: dict[str, ASR] = {asr_model: asr}
         self._asr_loader = asr_loader

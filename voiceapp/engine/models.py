@@ -15,7 +15,7 @@ from .asr import (
     WhisperSettings,
     asr_model_path,
 )
-from .devices import asr_compute_type, asr_device, llm_gpu_layers
+from .devices import DevicePlan, DeviceRequest, MachineOffer, plan_devices, probe_machine
 from .eou import EndOfTurnScorer, EndOfTurnSettings
 from .inference import LocalInference
 from .llm import LLM, HttpLLM, HttpLLMSettings, LlamaLLM, LlamaSettings, default_llm_model_path
@@ -31,15 +31,16 @@ class ModelSettings:
     asr_model_path: str = ""  # set: this CTranslate2 directory instead of `asr_model`
     asr_model: str = DEFAULT_ASR_MODEL  # a packaged model by name (asr.ASR_MODELS)
     asr_cache_dir: str = ""  # where a model that ships in parts is joined ("" = temp dir)
-    asr_compute_type: str = "int8"  # "default": int8 on the CPU, float16 on a GPU
-    asr_device: str = "cpu"  # cpu, cuda or auto (devices.py)
+    inference_device: str = "auto"  # auto, cpu or cuda: where every model runs (devices.py)
+    asr_compute_type: str = "default"  # int8 on the CPU, float16 on a GPU
+    asr_device: str = ""  # cpu, cuda or auto; "" follows inference_device
     asr_threads: int = 2
     llm_model_path: str = ""
     llm_threads: int = 1
     llm_batch_threads: int = 2
     llm_context_tokens: int = 2048
     llm_contexts: int = 2
-    llm_gpu_layers: int = 0  # 0: the CPU; -1: every layer on the GPU (needs a GPU build)
+    llm_gpu_layers: int | None = None  # 0 none, -1 all (a GPU build); None follows the device
     llm_http_base_url: str = ""  # set: use an OpenAI-compatible endpoint instead of llama.cpp
     llm_http_api_key: str = ""
     llm_http_model: str = ""
@@ -52,15 +53,27 @@ def default_voice() -> VoiceSpec:
     return VoiceSpec(voice_id="en_US-joe-medium", model_path=default_voice_path())
 
 
+def device_plan(settings: ModelSettings, offer: MachineOffer | None = None) -> DevicePlan:
+    """Where the models of `settings` run on this machine (or on one offering `offer`)."""
+    request = DeviceRequest(
+        inference_device=settings.inference_device,
+        asr_device=settings.asr_device,
+        asr_compute_type=settings.asr_compute_type,
+        llm_gpu_layers=settings.llm_gpu_layers,
+    )
+    return plan_devices(request, offer or probe_machine())
+
+
 def load_inference(settings: ModelSettings, *, warm_up: bool = True) -> LocalInference:
     """Load ASR, LLM and TTS in this process; returns them behind `LocalInference`."""
     started = time.monotonic()
     cache_dir = settings.asr_cache_dir or Path(tempfile.gettempdir()) / "voiceapp-models"
     # the devices first: a GPU asked for and missing stops here, before any loading
-    device = asr_device(settings.asr_device)
-    compute_type = asr_compute_type(settings.asr_compute_type, device)
-    gpu_layers = llm_gpu_layers(settings.llm_gpu_layers)
-    log.info("ASR on %s (%s), LLM layers on the GPU: %s", device, compute_type, gpu_layers)
+    plan = device_plan(settings)
+    log.info("devices (INFERENCE_DEVICE=%s): %s", settings.inference_device, plan.describe())
+    for note in plan.notes:
+        log.warning("%s", note)
+    device, compute_type = plan.asr_device, plan.asr_compute_type
 
     def load_asr(name: str) -> WhisperASR:
         asr = WhisperASR(
@@ -101,16 +114,16 @@ def load_inference(settings: ModelSettings, *, warm_up: bool = True) -> LocalInf
             threads=settings.llm_threads,
             batch_threads=settings.llm_batch_threads,
             contexts=settings.llm_contexts,
-            gpu_layers=gpu_layers,
+            gpu_layers=plan.llm_gpu_layers,
         )
     )
-    tts = PiperTTS(threads=settings.tts_threads)
+    tts = PiperTTS(threads=settings.tts_threads, providers=plan.tts_providers)
     eou = None
     if settings.eou_model:
         eou = EndOfTurnScorer(
             EndOfTurnSettings(
                 model_path=settings.llm_model_path or default_llm_model_path(),
-                gpu_layers=gpu_layers,
+                gpu_layers=plan.eou_gpu_layers,
             )
         )
     if warm_up:
@@ -132,4 +145,5 @@ def load_inference(settings: ModelSettings, *, warm_up: bool = True) -> LocalInf
         llm_slots=llm.slots,
         asr_model=settings.asr_model,
         asr_loader=load_asr,
+        devices=plan,
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import re
 import threading
 from collections.abc import Iterator
@@ -11,6 +12,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,10 +52,16 @@ def speakable(text: str) -> str:
 
 
 class PiperTTS:
-    """Loads Piper voices on first use and keeps them; sessions use `threads` cores."""
+    """Loads Piper voices on first use and keeps them; sessions use `threads` cores.
 
-    def __init__(self, threads: int = 1) -> None:
+    `providers`: ONNX Runtime's execution providers, in order of preference
+    (devices.py plans them: the CUDA provider first on a GPU, then the CPU)."""
+
+    def __init__(
+        self, threads: int = 1, providers: tuple[str, ...] = ("CPUExecutionProvider",)
+    ) -> None:
         self.threads = threads
+        self.providers = providers
         self._voices: dict[str, object] = {}
         self._lock = threading.Lock()
 
@@ -72,12 +81,19 @@ class PiperTTS:
                 opts.intra_op_num_threads = self.threads
                 opts.inter_op_num_threads = 1
                 opts.log_severity_level = 3
-                voice = PiperVoice(
-                    session=onnxruntime.InferenceSession(
-                        str(path), sess_options=opts, providers=["CPUExecutionProvider"]
-                    ),
-                    config=PiperConfig.from_dict(config),
+                session = onnxruntime.InferenceSession(
+                    str(path), sess_options=opts, providers=list(self.providers)
                 )
+                if session.get_providers()[0] != self.providers[0]:
+                    # ONNX Runtime falls back by itself when a provider cannot start
+                    # (CUDA libraries missing): say so, the plan said otherwise
+                    log.warning(
+                        "voice %s runs on %s, not %s",
+                        spec.voice_id,
+                        session.get_providers()[0],
+                        self.providers[0],
+                    )
+                voice = PiperVoice(session=session, config=PiperConfig.from_dict(config))
                 self._voices[spec.model_path] = voice
             return voice
 

@@ -12,7 +12,8 @@ admits a call only while the pool has room.
 times `INFERENCE_CALLS_PER_CORE`, the knee that `./dev bench load` measures
 (docs/CAPACITY.md). A worker whose queue wait p95 passes its budget says it is
 `overloaded`, whatever its count, so admission stops before the latency falls
-apart.
+apart. The advert also says where the worker's models run (`devices`, the plan
+of engine/devices.py), for /metrics and the benchmarks.
 """
 
 from __future__ import annotations
@@ -120,6 +121,7 @@ class Advert:
     overloaded: bool
     stats: dict[str, dict[str, float]] = field(default_factory=dict)
     at: float = 0.0  # wall clock (time.time) when published
+    devices: dict[str, Any] = field(default_factory=dict)  # DevicePlan.as_dict(); {}: unknown
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
@@ -212,7 +214,8 @@ class CapacityAdvertiser:
     """A worker's capacity figures and their adverts: what it measured of its own
     requests (`record`), published every `ADVERTISE_EVERY_S` while `run` runs.
 
-    `load()` returns the worker's channel, slots and busy slots per kind now."""
+    `load()` returns the worker's channel, slots and busy slots per kind now;
+    `devices`, where its models run."""
 
     def __init__(
         self,
@@ -222,8 +225,10 @@ class CapacityAdvertiser:
         kinds: tuple[str, ...],
         max_calls: int,
         wait_budget_ms: float,
+        devices: dict[str, Any] | None = None,
     ) -> None:
         self.registry = registry
+        self.devices = devices or {}
         self.max_calls = max_calls
         self.wait_budget_ms = wait_budget_ms
         self._load = load
@@ -247,6 +252,7 @@ class CapacityAdvertiser:
             overloaded=is_overloaded(stats, self.wait_budget_ms),
             stats=stats,
             at=time.time(),
+            devices=self.devices,
         )
 
     async def publish(self) -> None:

@@ -78,6 +78,7 @@ def new_worker(
 def model_settings() -> ModelSettings:
     return ModelSettings(
         asr_model_path=settings.ASR_MODEL_PATH,
+        inference_device=settings.INFERENCE_DEVICE,
         asr_compute_type=settings.ASR_COMPUTE_TYPE,
         asr_device=settings.ASR_DEVICE,
         asr_threads=settings.ASR_THREADS,

@@ -101,6 +101,7 @@ class InferenceWorker:
             kinds=kinds,
             max_calls=max_calls,
             wait_budget_ms=wait_budget_ms,
+            devices=inference.devices.as_dict() if inference.devices else None,
         )
 
     async def run(self) -> None:
@@ -115,7 +116,12 @@ class InferenceWorker:
             await self.capacity.publish()
             loops.append(asyncio.create_task(self.capacity.run()))
         self.ready.set()
-        log.info("inference worker %s serving %s", self.channel, ",".join(self.kinds))
+        log.info(
+            "inference worker %s serving %s on %s",
+            self.channel,
+            ",".join(self.kinds),
+            self.inference.devices.describe() if self.inference.devices else "unknown devices",
+        )
         try:
             await asyncio.gather(*loops)
         finally:
@@ -397,9 +403,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--llm-batch-threads", type=int, default=2)
     parser.add_argument("--tts-threads", type=int, default=1)
     parser.add_argument("--llm-http-base-url", default="")
-    parser.add_argument("--asr-device", default="cpu", help="cpu, cuda or auto")
+    parser.add_argument("--inference-device", default="auto", help="auto, cpu or cuda")
+    parser.add_argument("--asr-device", default="", help="cpu, cuda or auto (overrides)")
     parser.add_argument("--asr-compute-type", default="default")
-    parser.add_argument("--llm-gpu-layers", type=int, default=0, help="-1: all on the GPU")
+    parser.add_argument("--llm-gpu-layers", type=int, help="-1: all on the GPU (overrides)")
     parser.add_argument(
         "--max-calls", type=int, default=0, help="calls it is sized for (0: do not advertise)"
     )
@@ -412,6 +419,7 @@ def main(argv: list[str] | None = None) -> None:
             llm_batch_threads=args.llm_batch_threads,
             tts_threads=args.tts_threads,
             llm_http_base_url=args.llm_http_base_url,
+            inference_device=args.inference_device,
             asr_device=args.asr_device,
             asr_compute_type=args.asr_compute_type,
             llm_gpu_layers=args.llm_gpu_layers,

@@ -8,6 +8,7 @@ from typing import Any
 from channels.layers import get_channel_layer
 from django.core.management.base import BaseCommand, CommandError
 
+from voiceapp.engine.devices import DeviceError
 from voiceapp.inference.protocol import KINDS
 from voiceapp.inference.runtime import local_models, new_worker
 from voiceapp.inference.worker import serve_forever
@@ -31,7 +32,10 @@ class Command(BaseCommand):
         kinds = tuple(k.strip() for k in options["kinds"].split(",") if k.strip())
         if set(kinds) - set(KINDS):
             raise CommandError(f"--kinds must be a subset of {','.join(KINDS)}")
-        models = local_models()
+        try:
+            models = local_models()
+        except DeviceError as exc:  # a GPU asked for and missing: say what to change
+            raise CommandError(str(exc)) from exc
 
         async def serve() -> None:
             # made inside the loop: its capacity adverts use this loop's Redis client

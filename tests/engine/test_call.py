@@ -14,6 +14,7 @@ from bench.wer_clips import PAUSE_S, normalize, word_errors
 from voiceapp.engine.asr import WhisperASR
 from voiceapp.engine.audio import AudioFormatError, float_to_pcm16, pcm16_to_float, resample
 from voiceapp.engine.call import VoiceCall
+from voiceapp.engine.eou import chat_prompt
 from voiceapp.engine.frames import (
     Frame,
     Interruption,
@@ -317,18 +318,22 @@ class PromptRecorder:
     def __init__(self, inner: LocalInference) -> None:
         self.inner = inner
         self.prompts: list[list[dict[str, str]]] = []
+        self.max_tokens: list[int] = []  # of each prompt
+        self.scored: list[tuple[str, str]] = []  # end-of-turn requests: (text, previous reply)
 
     async def transcribe(self, audio: np.ndarray, language: str, model: str = "tiny.en") -> Any:
         return await self.inner.transcribe(audio, language, model)
 
     def generate(self, messages: Any, options: Any) -> Any:
         self.prompts.append([dict(m) for m in messages])
+        self.max_tokens.append(options.max_tokens)
         return self.inner.generate(messages, options)
 
     def synthesize(self, text: str, voice: Any) -> Any:
         return self.inner.synthesize(text, voice)
 
     async def end_of_turn(self, text: str, previous_reply: str) -> float:
+        self.scored.append((text, previous_reply))
         return await self.inner.end_of_turn(text, previous_reply)
 
 
@@ -354,6 +359,54 @@ async def test_a_reply_reports_the_prompt_tokens_it_read(
     assert usage["output_tokens"] > 0
     assert usage["total_tokens"] == usage["input_tokens"] + usage["output_tokens"]
     assert 0 <= usage["cached_tokens"] < usage["input_tokens"]
+
+
+async def test_after_a_reply_the_models_read_what_the_next_turn_needs(
+    models: LocalInference, vad_model: SileroModel
+) -> None:
+    # given a text-only call whose history is near its 600-character budget
+    recorder = PromptRecorder(models)
+    call = VoiceCall(fast_config(speak=False, history_budget_chars=600), recorder, vad_model)
+    for n in range(5):
+        call.add_message("user", f"Question number {n} about the opening hours?")
+        call.add_message("assistant", f"Answer number {n}: we open at nine every day.")
+    try:
+        # when it answers a question
+        call.add_message("user", "Is there parking near the shop?")
+        call.create_response()
+        first = of(await collect_until(call, done, timeout_s=40), ResponseDone)[0]
+        reply = first.text
+        # then the end-of-turn scorer reads the reply, with no caller words, before
+        # the caller speaks again: a score after it starts from its cache
+        assert models.eou is not None
+        scorer = models.eou._llama
+        head = scorer.tokenize(chat_prompt("", reply).encode(), add_bos=False, special=True)
+
+        def scorer_read_the_reply() -> bool:
+            return scorer.input_ids[: scorer.n_tokens].tolist()[: len(head) - 1] == head[:-1]
+
+        assert await wait_until(scorer_read_the_reply, 10)
+        assert recorder.scored[-1] == ("", reply)
+        # and the LLM reads the trimmed prompt
+        assert call._warm_up is not None
+        async with asyncio.timeout(30):
+            await call._warm_up
+        # and then the next question
+        call.add_message("user", "And on Sundays?")
+        call.create_response()
+        second = of(await collect_until(call, done, timeout_s=40), ResponseDone)[0]
+    finally:
+        await call.close()
+    # and (the scorer's read is checked above) the history was trimmed after the
+    # reply, not at the next turn, and the LLM read the trimmed prompt then: the
+    # next turn found all of it in its cache
+    assert call.stats["history_trims"] == 1
+    assert isinstance(models.llm, LlamaLLM)
+    warm = recorder.prompts[1]
+    assert recorder.max_tokens[1] == 1 and len(warm) < len(recorder.prompts[0])
+    assert recorder.prompts[2][: len(warm)] == warm
+    warm_tokens = prompt_tokens(models.llm._contexts[0].llama, warm)
+    assert second.usage["cached_tokens"] >= warm_tokens - 4
 
 
 async def test_a_cancelled_text_reply_keeps_what_was_generated(new_call: MakeCall) -> None:

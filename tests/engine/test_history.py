@@ -70,6 +70,35 @@ def test_trimming_keeps_a_stable_prefix_until_the_budget_is_reached_again() -> N
     assert again[-1] == history.messages[-1]
 
 
+def test_trimming_ahead_happens_within_the_headroom_and_then_holds_the_prefix() -> None:
+    # given a conversation of 300 characters, under a 400-character budget
+    history = History()
+    for n in range(5):
+        history.add("user", f"Question {n} about the shop?")  # 27 characters
+        history.add("assistant", f"Answer {n}: the shop is open.")  # 29 characters
+    history.add("user", "And parking near the shop?")
+    history.add("assistant", "Behind the shop, two hours free.")
+    total = sum(len(m["content"]) for m in history.messages)
+    assert 300 < total <= 400
+    # when it is trimmed with 100 characters of headroom
+    trimmed = history.trim(400, headroom_chars=100)
+    # then it is cut to half the budget now, from a caller turn
+    kept = history.for_llm(400)
+    assert trimmed and sum(len(m["content"]) for m in kept) <= 200
+    assert kept[0]["role"] == "user" and kept[-1] == history.messages[-1]
+    # and a second call, or the turn's own prompt, keeps that prefix unchanged
+    assert not history.trim(400, headroom_chars=100)
+    history.add("user", "Thanks!")
+    assert history.for_llm(400)[: len(kept)] == kept
+
+
+def test_trimming_ahead_leaves_a_history_with_room_alone() -> None:
+    history = conversation(2)
+    before = history.for_llm(10_000)
+    assert not history.trim(10_000, headroom_chars=2_500)
+    assert history.for_llm(10_000) == before
+
+
 def test_truncating_the_reply_keeps_what_was_heard() -> None:
     # given a reply of two clauses, one second of audio each at 1000 samples/s
     clauses = [("We open at nine.", 1000), ("On Sundays we open at ten in the morning.", 1000)]

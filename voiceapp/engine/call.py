@@ -187,6 +187,7 @@ class VoiceCall:
             "interruptions": 0,
             "barge_in_pauses": 0,
             "false_interruptions": 0,
+            "history_trims": 0,
         }
 
     # ----- transport surface -------------------------------------------------
@@ -817,8 +818,47 @@ class VoiceCall:
         cfg = self.config
         if not (cfg.grounding and cfg.direct_answers and spoken):
             return
-        messages = [*self._messages(None), {"role": "assistant", "content": spoken.strip()}]
-        options = replace(cfg.llm, max_tokens=1, session=self.call_id)
+        self._warm_llm([*self._messages(None), {"role": "assistant", "content": spoken.strip()}])
+
+    def _warm_history(self) -> None:
+        """Trim a history near its budget after a reply, and let the LLM read the result.
+
+        Trimming changes the prompt's prefix, so the LLM reads the whole prompt
+        again (about 1 s on a CPU for a 2000-character history). Done when the
+        next turn would no longer fit, that read sat on the turn's critical path;
+        done here, with a quarter of the budget to spare, it happens while the
+        caller listens to the reply and speaks. Same engine overhead as
+        `_warm_prefix`.
+        """
+        budget = self.config.history_budget_chars
+        if self._history.trim(budget, headroom_chars=budget // 4):
+            self.stats["history_trims"] += 1
+            self._warm_llm(self._messages(None))
+
+    def _warm_end_of_turn(self) -> None:
+        """Have the end-of-turn scorer read the agent's last reply before the caller answers.
+
+        Every score of the next turn is made after that reply (`_score_turn`). The
+        scorer keeps the KV cache of the prompt it read last, so read now, with no
+        caller words, the reply costs nothing at the caller's first pause: there,
+        on a CPU, it took 300-700 ms of a 1-thread pass (50-60 tokens) and held
+        the end of turn back by as much; the caller's own words take about 30 ms.
+        """
+        if self.config.turns.hint_source != "eou":
+            return
+        previous = self._history.last("assistant") or ""
+
+        async def warm() -> None:
+            try:
+                await asyncio.wait_for(self._inference.end_of_turn("", previous), EOU_WAIT_S * 4)
+            except (InferenceError, TimeoutError) as exc:
+                log.info("end-of-turn warm-up of %s failed: %s", self.call_id, exc or "timeout")
+
+        self._spawn(warm())
+
+    def _warm_llm(self, messages: list[Message]) -> None:
+        """Have the call's LLM context read `messages` (one token generated, dropped)."""
+        options = replace(self.config.llm, max_tokens=1, session=self.call_id)
 
         async def warm() -> None:
             stream = self._inference.generate(messages, options)
@@ -993,6 +1033,9 @@ class VoiceCall:
             self._active = None
         if response.text:
             self.add_message("assistant", response.text.strip())
+            self._warm_end_of_turn()
+            if status == "completed":
+                self._warm_history()
 
     def _fail(self, response: Response, exc: InferenceError) -> None:
         """End a response on an error (silently while it is still speculative)."""

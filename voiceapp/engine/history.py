@@ -48,21 +48,33 @@ class History:
         oldest messages are dropped until at most half the budget remains, and
         leading replies are dropped too so the kept part starts with a caller turn.
         """
-        messages = self.messages
-        start = self._start
-        if sum(len(m["content"]) for m in messages[start:]) > budget_chars:
-            kept = 0
-            start = len(messages)
-            while start > 0 and kept + len(messages[start - 1]["content"]) <= budget_chars // 2:
-                start -= 1
-                kept += len(messages[start]["content"])
-            while start < len(messages) and messages[start]["role"] == "assistant":
-                start += 1  # begin with a user turn
-            self._start = start
+        self.trim(budget_chars)
         return [
             {"role": m["role"], "content": self._sent.get(i, m["content"])}
-            for i, m in enumerate(messages[start:], start)
+            for i, m in enumerate(self.messages[self._start :], self._start)
         ]
+
+    def trim(self, budget_chars: int, *, headroom_chars: int = 0) -> bool:
+        """Drop the oldest messages to half the budget if the kept part is over
+        `budget_chars - headroom_chars`; True if it dropped any.
+
+        With headroom, a call trims after a reply, while the caller is still
+        listening, rather than when the next turn no longer fits: the LLM can read
+        the shortened prompt then (`VoiceCall._warm_history`), not during a turn.
+        """
+        messages = self.messages
+        if sum(len(m["content"]) for m in messages[self._start :]) <= budget_chars - headroom_chars:
+            return False
+        kept = 0
+        start = len(messages)
+        while start > 0 and kept + len(messages[start - 1]["content"]) <= budget_chars // 2:
+            start -= 1
+            kept += len(messages[start]["content"])
+        while start < len(messages) and messages[start]["role"] == "assistant":
+            start += 1  # begin with a user turn
+        dropped = start > self._start
+        self._start = max(start, self._start)
+        return dropped
 
     def truncate_reply(self, heard: str) -> None:
         """Replace the latest reply with `heard` (what the caller heard of it)."""

@@ -92,6 +92,18 @@ def test_trimming_ahead_happens_within_the_headroom_and_then_holds_the_prefix() 
     assert history.for_llm(400)[: len(kept)] == kept
 
 
+def test_trimming_ahead_counts_the_reply_about_to_be_added() -> None:
+    # given under 200 characters of history, with a 400-character budget
+    history = conversation(2)
+    assert 150 < sum(len(m["content"]) for m in history.messages) < 200
+    # when a 150-character reply is about to be added, with 100 characters of headroom
+    assert history.trim(400, headroom_chars=100, pending_chars=150)
+    history.add("assistant", "x" * 150)
+    # then what is kept, the reply included, is at most half the budget
+    kept = history.for_llm(400)
+    assert sum(len(m["content"]) for m in kept) <= 200 and kept[-1]["content"] == "x" * 150
+
+
 def test_trimming_ahead_leaves_a_history_with_room_alone() -> None:
     history = conversation(2)
     before = history.for_llm(10_000)

@@ -159,6 +159,7 @@ class VoiceCall:
         self._history = History()
         self._prompt = self._prompt_builder(config)
         self._warm_up: asyncio.Task[None] | None = None
+        self._prepared_reply: str | None = None  # the reply _prepare_next_turn last read
         self._tasks = TaskOwner("call")
         self._transcribing = TaskOwner("transcribing")  # manual-mode turns in ASR
         self._ids = itertools.count(1)
@@ -799,44 +800,44 @@ class VoiceCall:
         if guard.reason:
             log.info("response %s cut by the reply guard: %s", response.id, guard.reason)
         clauses.put_nowait(None)
-        if direct is not None:
-            await tts_task
-            self._warm_prefix(response.text)
+        # Once the reply is synthesized (so as not to compete with it), the models read
+        # what the next turn will need while the caller listens.
+        await tts_task
+        self._prepare_next_turn(response, direct=direct is not None)
         await asyncio.gather(tts_task, play_task)
         self._finish(response, "completed")
 
-    def _warm_prefix(self, spoken: str) -> None:
-        """Let the LLM read the prompt so far while a reply it did not write plays.
+    def _prepare_next_turn(self, response: Response, *, direct: bool) -> None:
+        """While a reply plays, have the models read what the caller's next turn needs.
 
-        A fact spoken as written (or the greeting) never went through the LLM, so
-        its context lacks those words; without this, the next turn that reaches
-        the LLM would read them first, before its own. One token is generated and
-        dropped; the next request waits for it if it is still running (it reads
-        what that request would have to read anyway). Its tokens are engine
-        overhead, in no response's usage (docs/BILLING.md).
+        - The end-of-turn scorer reads the reply (`_warm_end_of_turn`).
+        - A history near its budget is trimmed now, with a quarter of the budget to
+          spare, rather than when the next turn no longer fits. Trimming changes the
+          prompt's prefix, so the LLM reads the whole prompt again: about 1 s on a
+          CPU for a 2000-character history, and it sat on that turn's critical path.
+        - The LLM reads the prompt with this reply when it was trimmed, or when the
+          reply is a fact spoken as written (or a greeting), which never went through
+          the LLM: without that, the next turn would read those words first.
+
+        An LLM read generates one token, dropped; the next request waits for it if it
+        is still running (it reads what that request would have to read anyway). Its
+        tokens are engine overhead, in no response's usage (docs/BILLING.md).
         """
-        cfg = self.config
-        if not (cfg.grounding and cfg.direct_answers and spoken):
+        reply = response.text.strip()
+        if not reply or response.state is not ResponseState.ACTIVE:
             return
-        self._warm_llm([*self._messages(None), {"role": "assistant", "content": spoken.strip()}])
-
-    def _warm_history(self) -> None:
-        """Trim a history near its budget after a reply, and let the LLM read the result.
-
-        Trimming changes the prompt's prefix, so the LLM reads the whole prompt
-        again (about 1 s on a CPU for a 2000-character history). Done when the
-        next turn would no longer fit, that read sat on the turn's critical path;
-        done here, with a quarter of the budget to spare, it happens while the
-        caller listens to the reply and speaks. Same engine overhead as
-        `_warm_prefix`.
-        """
-        budget = self.config.history_budget_chars
-        if self._history.trim(budget, headroom_chars=budget // 4):
+        self._prepared_reply = reply
+        self._warm_end_of_turn(reply)
+        cfg = self.config
+        budget = cfg.history_budget_chars
+        trimmed = self._history.trim(budget, headroom_chars=budget // 4, pending_chars=len(reply))
+        if trimmed:
             self.stats["history_trims"] += 1
-            self._warm_llm(self._messages(None))
+        if trimmed or (direct and cfg.grounding and cfg.direct_answers):
+            self._warm_llm([*self._messages(None), {"role": "assistant", "content": reply}])
 
-    def _warm_end_of_turn(self) -> None:
-        """Have the end-of-turn scorer read the agent's last reply before the caller answers.
+    def _warm_end_of_turn(self, reply: str) -> None:
+        """Have the end-of-turn scorer read the agent's reply before the caller answers.
 
         Every score of the next turn is made after that reply (`_score_turn`). The
         scorer keeps the KV cache of the prompt it read last, so read now, with no
@@ -846,11 +847,10 @@ class VoiceCall:
         """
         if self.config.turns.hint_source != "eou":
             return
-        previous = self._history.last("assistant") or ""
 
         async def warm() -> None:
             try:
-                await asyncio.wait_for(self._inference.end_of_turn("", previous), EOU_WAIT_S * 4)
+                await asyncio.wait_for(self._inference.end_of_turn("", reply), EOU_WAIT_S * 4)
             except (InferenceError, TimeoutError) as exc:
                 log.info("end-of-turn warm-up of %s failed: %s", self.call_id, exc or "timeout")
 
@@ -933,7 +933,7 @@ class VoiceCall:
         response.tasks.add(tts_task)
         response.tasks.add(play_task)
         await tts_task
-        self._warm_prefix(text)
+        self._prepare_next_turn(response, direct=True)
         await asyncio.gather(tts_task, play_task)
         self._finish(response, "completed")
 
@@ -1032,10 +1032,10 @@ class VoiceCall:
         if self._active is response:
             self._active = None
         if response.text:
-            self.add_message("assistant", response.text.strip())
-            self._warm_end_of_turn()
-            if status == "completed":
-                self._warm_history()
+            reply = response.text.strip()
+            self.add_message("assistant", reply)
+            if reply != self._prepared_reply:  # cut short, or never prepared
+                self._warm_end_of_turn(reply)
 
     def _fail(self, response: Response, exc: InferenceError) -> None:
         """End a response on an error (silently while it is still speculative)."""

@@ -54,18 +54,20 @@ class History:
             for i, m in enumerate(self.messages[self._start :], self._start)
         ]
 
-    def trim(self, budget_chars: int, *, headroom_chars: int = 0) -> bool:
+    def trim(self, budget_chars: int, *, headroom_chars: int = 0, pending_chars: int = 0) -> bool:
         """Drop the oldest messages to half the budget if the kept part is over
         `budget_chars - headroom_chars`; True if it dropped any.
 
         With headroom, a call trims after a reply, while the caller is still
         listening, rather than when the next turn no longer fits: the LLM can read
-        the shortened prompt then (`VoiceCall._warm_history`), not during a turn.
+        the shortened prompt then (`VoiceCall._prepare_next_turn`), not during a
+        turn. `pending_chars` counts a message about to be added (the reply).
         """
         messages = self.messages
-        if sum(len(m["content"]) for m in messages[self._start :]) <= budget_chars - headroom_chars:
+        size = sum(len(m["content"]) for m in messages[self._start :]) + pending_chars
+        if size <= budget_chars - headroom_chars:
             return False
-        kept = 0
+        kept = pending_chars
         start = len(messages)
         while start > 0 and kept + len(messages[start - 1]["content"]) <= budget_chars // 2:
             start -= 1

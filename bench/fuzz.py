@@ -16,14 +16,12 @@ took. The exit status is pytest's.
 from __future__ import annotations
 
 import argparse
-import os
 import random
-import subprocess
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from .suite import closing_line, run_pytest, suite_env
+
 TESTS = {
     "realtime": "tests/sessions/test_realtime_fuzz.py",
     "sdp": "tests/sessions/test_webrtc_fuzz.py",
@@ -41,24 +39,14 @@ def main() -> int:
     parser.add_argument("--only", choices=sorted(TESTS), action="append", help="run only these")
     args = parser.parse_args()
 
-    env = {
-        **os.environ,
-        "FUZZ_EVENTS": str(args.events),
-        "FUZZ_SDP_OFFERS": str(args.offers),
-        "FUZZ_API_EXAMPLES": str(args.api_examples),
-        "FUZZ_SEED": str(args.seed),
-    }
-    env.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/voiceapp")
-    env.setdefault("REDIS_URL", "redis://127.0.0.1:6379/0")
-    for name, value in {
-        "DEBUG": "0",
-        "SECRET_KEY": "test-secret-key-not-for-production",
-        "SECURE_SSL_REDIRECT": "0",
-        "STATIC_MANIFEST": "0",
-        "CELERY_TASK_ALWAYS_EAGER": "1",
-    }.items():
-        env.setdefault(name, value)
-
+    env = suite_env(
+        {
+            "FUZZ_EVENTS": str(args.events),
+            "FUZZ_SDP_OFFERS": str(args.offers),
+            "FUZZ_API_EXAMPLES": str(args.api_examples),
+            "FUZZ_SEED": str(args.seed),
+        }
+    )
     print(
         f"fuzz: seed {args.seed}; {args.events} realtime events, {args.offers} SDP offers, "
         f"{args.api_examples} examples per API operation",
@@ -67,30 +55,11 @@ def main() -> int:
     status = 0
     for name in args.only or list(TESTS):
         started = time.monotonic()
-        run = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "pytest",
-                TESTS[name],
-                "-s",
-                "-q",
-                "-p",
-                "no:randomly",
-                "-p",
-                "no:cacheprovider",
-                "-o",
-                "timeout=3600",
-            ],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            text=True,
-        )
+        run = run_pytest([TESTS[name]], env)
         took = time.monotonic() - started
         lines = run.stdout.splitlines()
         found = [ln for ln in lines if ln.startswith(("fuzz ", "  crash", "  logged"))]
-        result = next((ln for ln in reversed(lines) if " passed" in ln or " failed" in ln), "")
+        result = closing_line(lines)
         print(
             f"\n== {name}: {'ok' if run.returncode == 0 else 'FAILED'} in {took:.0f} s ({result})"
         )

@@ -156,17 +156,26 @@ def build_set(cache: Path) -> list[Utterance]:
     return out
 
 
+# "before": the punctuation rule and cancel-at-confirm barge-in; "two-bands": today's
+# end-of-turn model with its earlier rule (every score below the threshold reads as
+# unfinished); "after": the current code.
+MODES = ("before", "two-bands", "after")
+
+
 def turn_config(mode: str) -> CallConfig:
     """The latency benchmark's turn-taking: 500 ms end of turn, 250 ms after a finished one."""
+    turns = TurnSettings(
+        end_of_turn_ms=500,
+        complete_end_of_turn_ms=250,
+        hint_source="punctuation" if mode == "before" else "eou",
+    )
+    if mode == "two-bands":
+        turns = replace(turns, eou_unfinished_threshold=turns.eou_threshold)
     return CallConfig(
         voice=default_voice(),
         instructions=INSTRUCTIONS,
         llm=LLMOptions(max_tokens=40, temperature=0.0),
-        turns=TurnSettings(
-            end_of_turn_ms=500,
-            complete_end_of_turn_ms=250,
-            hint_source="punctuation" if mode == "before" else "eou",
-        ),
+        turns=turns,
         barge_in_onset_ms=0 if mode == "before" else 64,
     )
 
@@ -342,7 +351,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     vad = SileroModel()
     turns: dict[str, list[dict[str, Any]]] = {}
     barge: dict[str, list[dict[str, Any]]] = {}
-    modes = ("before", "after")
+    modes = tuple(args.modes.split(","))
     if args.only in ("", "turns"):
         await ask(models, vad, "after", utterances[-1])  # warm-up, not counted
         for mode in modes:
@@ -377,7 +386,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             summary[mode]["turns"] = summarize_turns(turns[mode])
         if mode in barge:
             summary[mode]["barge_in"] = summarize_barge(barge[mode])
-    print_tables(summary)
+    print_tables(summary, modes)
     return {
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "machine": {
@@ -398,7 +407,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def print_tables(summary: dict[str, Any]) -> None:
+def print_tables(summary: dict[str, Any], modes: tuple[str, ...]) -> None:
     def cell(mode: str, *path: str) -> str:
         value: Any = summary[mode]
         for key in path:
@@ -407,7 +416,7 @@ def print_tables(summary: dict[str, Any]) -> None:
             value = value[key]
         return str(value)
 
-    rows = [("", "before", "after")]
+    rows: list[tuple[str, ...]] = [("", *modes)]
     for label, path in [
         ("paused utterances split", ("turns", "split")),
         ("  of which counting", ("turns", "counting_split")),
@@ -424,14 +433,27 @@ def print_tables(summary: dict[str, Any]) -> None:
         ("'uh': reply played to the end", ("barge_in", "false_played_to_the_end")),
         ("  longest audio gap p50 ms", ("barge_in", "false_longest_gap_ms", "p50")),
     ]:
-        rows.append((label, cell("before", *path), cell("after", *path)))
+        rows.append((label, *(cell(mode, *path) for mode in modes)))
     print(table(rows))
+
+
+def _modes(value: str) -> str:
+    unknown = [m for m in value.split(",") if m not in MODES]
+    if unknown or not value:
+        raise argparse.ArgumentTypeError(f"modes are {', '.join(MODES)}; not {unknown or value!r}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = bench_parser(__doc__)
     parser.add_argument("--only", choices=["", "turns", "barge-in"], default="")
     parser.add_argument("--barge-repeat", type=int, default=3, help="trials of each barge-in")
+    parser.add_argument(
+        "--modes",
+        default="before,after",
+        type=_modes,
+        help=f"comma-separated, of {', '.join(MODES)} (default: before,after)",
+    )
     report = asyncio.run(run(parser.parse_args(argv)))
     save_report(report, "turns", "turns-latest.json")
 

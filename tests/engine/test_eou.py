@@ -7,6 +7,7 @@ from voiceapp.engine.inference import InferenceError, LocalInference
 from voiceapp.engine.turns import TurnSettings
 
 THRESHOLD = TurnSettings().eou_threshold
+UNFINISHED_AT = TurnSettings().eou_unfinished_threshold
 FINISHED = [
     "What is the capital of France?",
     "What time does the store open tomorrow morning?",
@@ -21,6 +22,9 @@ UNFINISHED = [
     "What is the capital?",
     "One, two, three.",
 ]
+MID_PHRASE = UNFINISHED[:4]  # the pauses of bench.turns's paused sentences
+# Finished turns the model is unsure of: under the finished threshold at times.
+UNSURE = ["Can you recommend a good book?", "Yes, please."]
 
 
 @pytest.mark.parametrize("text", FINISHED)
@@ -35,6 +39,18 @@ async def test_unfinished_turns_score_below_the_threshold(
     models: LocalInference, text: str
 ) -> None:
     assert await models.end_of_turn(text, "") < THRESHOLD
+
+
+@pytest.mark.parametrize("text", MID_PHRASE)
+async def test_a_pause_mid_phrase_gets_the_long_wait(models: LocalInference, text: str) -> None:
+    assert await models.end_of_turn(text, "") <= UNFINISHED_AT
+
+
+@pytest.mark.parametrize("text", UNSURE)
+async def test_unsure_finished_turns_wait_less_than_a_broken_phrase(
+    models: LocalInference, text: str
+) -> None:
+    assert await models.end_of_turn(text, "") > UNFINISHED_AT
 
 
 async def test_the_score_reads_the_words_not_the_punctuation(models: LocalInference) -> None:

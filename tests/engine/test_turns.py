@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import pytest
 
 from voiceapp.engine.turns import (
@@ -8,9 +10,9 @@ from voiceapp.engine.turns import (
     TurnEventKind,
     TurnSettings,
     TurnState,
+    end_of_turn_wait_ms,
     eou_text,
     sentence_completeness,
-    turn_completeness,
 )
 from voiceapp.engine.vad import CHUNK_MS
 
@@ -81,7 +83,7 @@ def test_complete_sentence_hint_shortens_the_wait() -> None:
     run(detector, chunks(320, 0.9) + chunks(224, 0.0))
     assert detector.state is TurnState.PAUSED
     # when the transcript so far is a complete question
-    detector.set_hint(sentence_completeness("What is the capital of France?"))
+    detector.set_hint(SETTINGS.wait_ms(sentence_completeness("What is the capital of France?")))
     # then the silence already heard (224 ms >= 192 ms) ends the turn
     event = detector.check_end_of_turn()
     assert event is not None and event.kind is TurnEventKind.END_OF_TURN
@@ -91,7 +93,7 @@ def test_unfinished_phrase_hint_lengthens_the_wait() -> None:
     # given a paused turn whose transcript ends in "of"
     detector = TurnDetector(SETTINGS)
     run(detector, chunks(320, 0.9) + chunks(128, 0.0))
-    detector.set_hint(sentence_completeness("What is the capital of"))
+    detector.set_hint(SETTINGS.wait_ms(sentence_completeness("What is the capital of")))
     # when 600 ms of silence pass (more than the plain 480 ms)
     events = run(detector, chunks(600, 0.0))
     # then the turn is still open; it ends after the longer wait
@@ -125,7 +127,7 @@ def test_a_pending_hint_keeps_the_turn_open_past_the_plain_wait() -> None:
     # then the turn is still open, waiting for the verdict
     assert events == [] and detector.hint_pending
     # and a "finished" verdict ends it at once; the silence heard is enough
-    detector.set_hint(True)
+    detector.set_hint(SETTINGS.wait_ms(True))
     event = detector.check_end_of_turn()
     assert event is not None and event.kind is TurnEventKind.END_OF_TURN
 
@@ -146,19 +148,46 @@ def test_resuming_speech_drops_the_pending_hint() -> None:
     assert detector.state is TurnState.SPEAKING and not detector.hint_pending
 
 
+# waits: 192 ms finished, 480 ms plain, 960 ms unfinished; scores from 0.001 to 0.1 between
+BANDS = replace(SETTINGS, eou_threshold=0.1, eou_unfinished_threshold=0.001)
+
+
 @pytest.mark.parametrize(
-    ("text", "probability", "expected"),
+    ("text", "probability", "expected_ms"),
     [
-        ("What is the capital of France?", 0.9, True),
-        ("I would like to order.", 0.05, False),  # the full stop is not trusted
-        ("I would like to order.", None, None),  # no score: the plain wait
-        ("One, two, three, four,", 0.9, False),  # a trailing comma is unfinished
-        ("I need to talk to", 0.9, False),  # so is a trailing "to"
-        ("", 0.9, None),
+        ("What is the capital of France?", 0.9, 192),
+        ("What is the capital of France?", 0.1, 192),  # the threshold itself is finished
+        ("I would like to order.", 0.0005, 960),  # the full stop is not trusted
+        ("I would like to order.", 0.001, 960),  # the lower bound is still unfinished
+        ("Can you recommend a good book?", 0.01, 720),  # unsure: halfway on a log scale
+        ("Can you recommend a good book?", 0.099, 481),  # just under: about the plain wait
+        ("I would like to order.", None, 480),  # no score: the plain wait
+        ("One, two, three, four,", 0.9, 960),  # a trailing comma is unfinished
+        ("I need to talk to", 0.9, 960),  # so is a trailing "to"
+        ("", 0.9, 480),
     ],
 )
-def test_turn_completeness(text: str, probability: float | None, expected: bool | None) -> None:
-    assert turn_completeness(text, probability, 0.5) is expected
+def test_end_of_turn_wait(text: str, probability: float | None, expected_ms: int) -> None:
+    assert end_of_turn_wait_ms(text, probability, BANDS) == expected_ms
+
+
+def test_the_wait_shortens_as_the_score_grows() -> None:
+    scores = [0.0001, 0.001, 0.002, 0.005, 0.01, 0.03, 0.0999, 0.1, 0.5]
+    waits = [end_of_turn_wait_ms("Can I book a table", p, BANDS) for p in scores]
+    assert waits == sorted(waits, reverse=True)
+    assert waits[0] == 960 and waits[-1] == 192
+
+
+def test_an_unsure_score_waits_less_than_an_unfinished_phrase() -> None:
+    # given a pause whose transcript the end-of-turn model is unsure of (0.01)
+    detector = TurnDetector(BANDS)
+    run(detector, chunks(320, 0.9) + chunks(128, 0.0))
+    detector.expect_hint()
+    detector.set_hint(end_of_turn_wait_ms("Can you recommend a good book?", 0.01, BANDS))
+    # when 736 ms of silence have passed in all (more than its 720 ms wait)
+    events = run(detector, chunks(608, 0.0))
+    # then the turn has ended, before the 960 ms an unfinished phrase waits
+    assert [k for k, _ in events] == [TurnEventKind.END_OF_TURN]
 
 
 def test_eou_text_drops_punctuation_and_case() -> None:

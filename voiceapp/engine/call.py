@@ -78,8 +78,8 @@ from .turns import (
     TurnEventKind,
     TurnSettings,
     TurnState,
+    end_of_turn_wait_ms,
     sentence_completeness,
-    turn_completeness,
     unfinished_by_words,
 )
 from .vad import CHUNK_SAMPLES, SileroModel, StreamingVAD
@@ -703,9 +703,9 @@ class VoiceCall:
         """
         turns = self.config.turns
         if turns.hint_source == "punctuation":
-            self._set_hint(response, sentence_completeness(text))
+            self._set_hint(response, turns.wait_ms(sentence_completeness(text)))
         elif not text.strip() or unfinished_by_words(text):
-            self._set_hint(response, turn_completeness(text, None, turns.eou_threshold))
+            self._set_hint(response, end_of_turn_wait_ms(text, None, turns))
         else:
             self._spawn_response(response, self._score_turn(response, text))
 
@@ -722,12 +722,13 @@ class VoiceCall:
         response.trace.mark("eou_end")
         response.eou_probability = probability
         if response.state is ResponseState.SPECULATIVE and self._speculative is response:
-            threshold = self.config.turns.eou_threshold
-            self._set_hint(response, turn_completeness(text, probability, threshold))
+            wait_ms = end_of_turn_wait_ms(text, probability, self.config.turns)
+            self._set_hint(response, wait_ms)
 
-    def _set_hint(self, response: Response, complete: bool | None) -> None:
-        response.incomplete = complete is False
-        self._detector.set_hint(complete)
+    def _set_hint(self, response: Response, wait_ms: int) -> None:
+        # Waiting longer than the plain wait: the transcript is read again (_maybe_respeculate).
+        response.incomplete = wait_ms > self.config.turns.end_of_turn_ms
+        self._detector.set_hint(wait_ms)
         event = self._detector.check_end_of_turn()
         if event is not None:
             self._end_of_turn(event)

@@ -8,10 +8,14 @@ finished turn, long after an unfinished one. While that transcript is still
 being made (`expect_hint`), the turn does not end on the plain wait, so a
 sentence paused for 600 ms is not cut before anyone has read it.
 
-Whether a transcript is finished is judged by `turn_completeness`: lexical cues
-(a trailing "to", "the", a comma) say unfinished, and otherwise only the
-end-of-turn model's probability (see `eou.py`) may say finished; Whisper's
-closing full stop is no evidence, it puts one after "I would like to order".
+How long a pause's transcript makes the turn wait is `end_of_turn_wait_ms`:
+lexical cues (a trailing "to", "the", a comma) say unfinished, and otherwise
+the end-of-turn model's probability (see `eou.py`) decides: finished from
+`eou_threshold`, unfinished at or below `eou_unfinished_threshold`, and a
+score in between waits from the long wait down to the plain one as the score
+grows (on a log scale), so a question the model is unsure of is not held as
+long as a phrase broken off. Whisper's closing full stop is no evidence, it
+puts one after "I would like to order".
 
 `BargeInDetector` is the same kind of machine for speech over the agent's reply:
 a likely onset pauses the reply, enough speech confirms the interruption, and
@@ -21,6 +25,7 @@ an onset that stays too short (a cough, a click) resumes the reply.
 from __future__ import annotations
 
 import enum
+import math
 import re
 from dataclasses import dataclass
 
@@ -61,6 +66,17 @@ class TurnSettings:
     # the benchmark's baseline).
     hint_source: str = "eou"
     eou_threshold: float = 0.05  # end-of-turn probability from which a turn reads as finished
+    # At or below this the turn reads as unfinished (the long wait). Mid-phrase pauses
+    # score 1e-5..2.5e-3, finished questions the model is unsure of 4e-3..5e-2.
+    eou_unfinished_threshold: float = 0.001
+
+    def wait_ms(self, complete: bool | None) -> int:
+        """The silence that ends a turn read as finished, unfinished or unknown (None)."""
+        if complete is True:
+            return min(self.end_of_turn_ms, self.complete_end_of_turn_ms)
+        if complete is False:
+            return max(self.end_of_turn_ms, self.incomplete_end_of_turn_ms)
+        return self.end_of_turn_ms
 
 
 _INCOMPLETE_ENDINGS = {
@@ -106,19 +122,29 @@ def eou_text(text: str) -> str:
     return " ".join(_PUNCTUATION.sub(" ", text.lower()).split())
 
 
-def turn_completeness(text: str, eou_probability: float | None, threshold: float) -> bool | None:
-    """True if the turn reads as finished, False if unfinished, None if unknown.
+def end_of_turn_wait_ms(text: str, eou_probability: float | None, settings: TurnSettings) -> int:
+    """The silence after which a pause with this transcript ends the turn.
 
-    Lexical cues can only say "unfinished"; "finished" needs the end-of-turn
-    model's probability at or above `threshold`.
+    Lexical cues can only say "unfinished" (the long wait). The end-of-turn
+    model's probability says "finished" (the short wait) at or above
+    `eou_threshold` and "unfinished" at or below `eou_unfinished_threshold`;
+    in between, the wait falls from the long one to the plain one as log(p)
+    grows. No text or no score: the plain wait.
     """
     if not text.strip():
-        return None
+        return settings.wait_ms(None)
     if unfinished_by_words(text):
-        return False
+        return settings.wait_ms(False)
     if eou_probability is None:
-        return None
-    return eou_probability >= threshold
+        return settings.wait_ms(None)
+    low, high = settings.eou_unfinished_threshold, settings.eou_threshold
+    if eou_probability >= high:
+        return settings.wait_ms(True)
+    if eou_probability <= low:
+        return settings.wait_ms(False)
+    share = math.log(eou_probability / low) / math.log(high / low)
+    longest, plain = settings.wait_ms(False), settings.wait_ms(None)
+    return round(longest - share * (longest - plain))
 
 
 class TurnDetector:
@@ -132,17 +158,14 @@ class TurnDetector:
         self._silence_run = 0
         self._speech_start_chunk = 0
         self._last_voiced_chunk = -1
-        self._hint: bool | None = None
+        self._wait_ms: int | None = None  # this pause's wait, set by its hint
         self._hint_pending = False
 
     @property
     def end_of_turn_ms(self) -> int:
-        s = self.settings
-        if self._hint is True:
-            return min(s.end_of_turn_ms, s.complete_end_of_turn_ms)
-        if self._hint is False or self._hint_pending:
-            return max(s.end_of_turn_ms, s.incomplete_end_of_turn_ms)
-        return s.end_of_turn_ms
+        if self._wait_ms is not None:
+            return self._wait_ms
+        return self.settings.wait_ms(False if self._hint_pending else None)
 
     @property
     def hint_pending(self) -> bool:
@@ -154,12 +177,12 @@ class TurnDetector:
         Call `set_hint` when it comes (None if it failed), then `check_end_of_turn`.
         """
         if self.state is not TurnState.IDLE:
-            self._hint = None
+            self._wait_ms = None
             self._hint_pending = True
 
-    def set_hint(self, complete: bool | None) -> None:
-        """Semantic hint for the current pause (from the speculative transcript)."""
-        self._hint = complete
+    def set_hint(self, wait_ms: int | None) -> None:
+        """The current pause's wait, from its transcript (None: the plain wait)."""
+        self._wait_ms = wait_ms
         self._hint_pending = False
 
     def silence_ms(self) -> int:
@@ -197,7 +220,7 @@ class TurnDetector:
             self._speech_run += 1
             if self.state is TurnState.PAUSED and self._speech_run * CHUNK_MS >= s.resume_ms:
                 self.state = TurnState.SPEAKING
-                self._hint = None
+                self._wait_ms = None
                 self._hint_pending = False
                 events.append(TurnEvent(TurnEventKind.RESUMED, self._chunk, self._chunk * CHUNK_MS))
             return events
@@ -217,7 +240,7 @@ class TurnDetector:
         self.state = TurnState.IDLE
         self._speech_run = 0
         self._silence_run = 0
-        self._hint = None
+        self._wait_ms = None
         self._hint_pending = False
 
     def check_end_of_turn(self) -> TurnEvent | None:

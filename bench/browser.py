@@ -357,6 +357,15 @@ async def browser_call(
         # until the file has played once (the call connects while its lead silence plays)
         since_ms = await page.evaluate("() => performance.now() - window.__probe.micAt")
         await asyncio.sleep(max(0.0, wait_s - since_ms / 1000))
+        # then the microphone is muted (the file would start again) and the last reply
+        # may finish: the widget listens again once it has played and the response is done
+        await page.evaluate(f"() => {WIDGET}.setMuted(true)")
+        with contextlib.suppress(Exception):
+            await page.wait_for_function(
+                f"() => {{ const w = {WIDGET}; return w.state === 'listening'"
+                " && w.events[w.events.length - 1] !== 'response.created'; }",
+                timeout=20_000,
+            )
         seen_cpu = meter.stop()
         await page.evaluate("() => window.__probe.lastStats()")
         seen = await page.evaluate(

@@ -189,7 +189,7 @@
   async function sampleStats(pc) {
     if (pc.connectionState === "closed") return;
     const report = await pc.getStats();
-    const row = { t: performance.now() };
+    const row = { t: performance.now(), wall: Date.now() };
     report.forEach((s) => {
       if (s.type === "inbound-rtp" && s.kind === "audio") {
         row.inbound = {};

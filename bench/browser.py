@@ -333,6 +333,8 @@ async def browser_call(
 ) -> dict[str, Any]:
     """Open the page in a fresh Chromium, call, listen for `wait_s`, hang up; what
     the probe saw and what the widget said."""
+    from playwright.async_api import TimeoutError as PlaywrightTimeout
+
     browser = await playwright.chromium.launch(
         executable_path=CHROMIUM, headless=True, args=chromium_args(mic.path)
     )
@@ -350,7 +352,7 @@ async def browser_call(
                 f"() => {{ const w = {WIDGET}; return !!w && w.state === 'listening'; }}",
                 timeout=30_000,
             )
-        except Exception as exc:
+        except PlaywrightTimeout as exc:
             raise RuntimeError(f"the {transport} call did not connect: {console[-10:]}") from exc
         connected = time.monotonic()
         meter.start()
@@ -360,7 +362,7 @@ async def browser_call(
         # then the microphone is muted (the file would start again) and the last reply
         # may finish: the widget listens again once it has played and the response is done
         await page.evaluate(f"() => {WIDGET}.setMuted(true)")
-        with contextlib.suppress(Exception):
+        with contextlib.suppress(PlaywrightTimeout):
             await page.wait_for_function(
                 f"() => {{ const w = {WIDGET}; return w.state === 'listening'"
                 " && w.events[w.events.length - 1] !== 'response.created'; }",

@@ -2,7 +2,7 @@
 
 daphne and separate `manage.py inference_worker` processes on Redis (REDIS_URL,
 default the local one), a throwaway SQLite database in `workdir` holding one
-org, its persona and a secret key. Used by bench.ws, bench.wer and bench.load.
+org, its persona and a secret key. Used by bench.ws, bench.wer, bench.load and bench.browser.
 """
 
 from __future__ import annotations
@@ -158,6 +158,10 @@ class Topology:
         )
         _wait_line(log, "Listening on TCP address", self.web, 60)
         self._quiet_persona()
+
+    def manage(self, *args: str) -> str:
+        """Run a manage.py command against this topology's database; its stdout."""
+        return _manage(self.env, *args)
 
     def _quiet_persona(self) -> None:
         """The bench measures answers, not greetings."""

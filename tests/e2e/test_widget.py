@@ -14,12 +14,11 @@ from typing import Any
 
 import pytest
 
+from bench.pagehost import PageHost
 from sessions.models import Call, ClientSecret
 from tests.conftest import LiveServer, Tenant
 from voiceapp.personas.models import Persona
 from voiceapp.tenants.services import publishable_key_create, publishable_key_revoke
-
-from .conftest import PageHost
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
 
@@ -127,7 +126,7 @@ def test_widget_call_over_webrtc(
     widget_key: str,
 ) -> None:
     # given a customer's page with the snippet
-    path = page_host.widget_page("shop", voice_server, widget_key, persona.slug)
+    path = page_host.widget_page("shop", voice_server.url, widget_key, persona.slug)
     page.goto(page_host.url + path)
     page.locator("button.launcher").wait_for()
     # when the visitor clicks the call button and asks a question
@@ -152,7 +151,7 @@ def test_widget_falls_back_to_websocket_when_ice_fails(
         "window.RTCPeerConnection = function (config) {"
         "  return new Native(Object.assign({}, config, {iceTransportPolicy: 'relay'})); };"
     )
-    path = page_host.widget_page("shop-ws", voice_server, widget_key, persona.slug)
+    path = page_host.widget_page("shop-ws", voice_server.url, widget_key, persona.slug)
     page.goto(page_host.url + path)
     # when the visitor calls: after WebRTC fails, audio goes over the WebSocket,
     # through the capture worklet, and plays through the jitter-buffered player
@@ -177,7 +176,7 @@ def test_widget_refused_on_an_origin_the_key_does_not_allow(
         "navigator.mediaDevices.getUserMedia = (c) => { window.micRequests++;"
         " return realGetUserMedia(c); };"
     )
-    path = page_host.widget_page("elsewhere", voice_server, widget_key, persona.slug)
+    path = page_host.widget_page("elsewhere", voice_server.url, widget_key, persona.slug)
     page.goto(f"http://localhost:{page_host.port}{path}")
     # when the visitor clicks the call button
     page.locator("button.launcher").click()
@@ -212,7 +211,7 @@ def test_widget_with_a_revoked_key_never_asks_for_the_microphone(
         "navigator.mediaDevices.getUserMedia = () => { window.micRequests++;"
         " return Promise.reject(new DOMException('counted', 'NotAllowedError')); };"
     )
-    path = page_host.widget_page("revoked", voice_server, key.key, persona.slug)
+    path = page_host.widget_page("revoked", voice_server.url, key.key, persona.slug)
     page.goto(page_host.url + path)
     # when the visitor clicks the call button
     page.locator("button.launcher").click()
@@ -237,7 +236,7 @@ def test_widget_explains_a_denied_microphone(
         "navigator.mediaDevices.getUserMedia = () =>"
         " Promise.reject(new DOMException('Permission denied', 'NotAllowedError'));"
     )
-    path = page_host.widget_page("no-mic", voice_server, widget_key, persona.slug)
+    path = page_host.widget_page("no-mic", voice_server.url, widget_key, persona.slug)
     page.goto(page_host.url + path)
     # when they click the call button (with the keyboard)
     page.locator("button.launcher").focus()

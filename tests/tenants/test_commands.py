@@ -6,7 +6,7 @@ from io import StringIO
 import pytest
 from django.core.management import CommandError, call_command
 
-from voiceapp.tenants.models import Organization, SecretKey
+from voiceapp.tenants.models import Organization, PublishableKey, SecretKey
 from voiceapp.tenants.services import secret_key_authenticate
 
 pytestmark = pytest.mark.django_db
@@ -48,9 +48,33 @@ def test_create_api_key_prints_a_working_key_once() -> None:
     assert result["key"] not in json.dumps(list(SecretKey.objects.values()), default=str)
 
 
+def test_create_publishable_key_for_an_origin() -> None:
+    call_command(
+        "create_organization", "--name", "Shop", "--owner-email", "o@shop.test", stdout=StringIO()
+    )
+    out = StringIO()
+
+    call_command(
+        "create_publishable_key",
+        "--org",
+        "shop",
+        "--origin",
+        "http://127.0.0.1:8123/",
+        "--json",
+        stdout=out,
+    )
+
+    result = json.loads(out.getvalue())
+    key = PublishableKey.objects.get(key=result["key"])
+    assert key.org.slug == "shop" and key.revoked_at is None
+    assert key.allowed_origins == result["allowed_origins"] == ["http://127.0.0.1:8123"]
+
+
 def test_commands_fail_clearly() -> None:
     with pytest.raises(CommandError, match="No organization with slug"):
         call_command("create_api_key", "--org", "missing")
+    with pytest.raises(CommandError, match="No organization with slug"):
+        call_command("create_publishable_key", "--org", "missing", "--origin", "http://a.test")
     with pytest.raises(CommandError, match="needs a name"):
         call_command("create_organization", "--name", " ", "--owner-email", "a@b.test")
 

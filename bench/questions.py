@@ -118,3 +118,27 @@ def load_questions(cache: Path) -> list[Question]:
         ),
     )
     return out
+
+
+def unseen_voice_questions(cache: Path) -> list[Question]:
+    """The WER benchmark's questions (bench/wer_clips.py) as benchmark questions:
+    Piper joe at three speeds and espeak-ng in seven accents and speeds, none of
+    which the turn-taking was tuned on. Its counting clips are left out: they ask
+    nothing."""
+    from .wer_clips import load_clips
+
+    out = []
+    for clip in load_clips(cache):
+        if clip.name.startswith("count_"):
+            continue
+        out.append(
+            Question(
+                f"wer_{clip.name}",
+                clip.voice,
+                clip.text,
+                clip.samples,
+                speech_end(clip.samples, RATE),
+                segment_ends(clip.samples, RATE),
+            )
+        )
+    return out

@@ -33,7 +33,7 @@ from voiceapp.engine.audio import float_to_pcm16
 from voiceapp.engine.tracing import SPAN_NAMES
 
 from .latency import save_report, stats
-from .questions import RATE, Question, load_questions
+from .questions import RATE, Question, load_questions, unseen_voice_questions
 from .topology import ROOT, Topology
 
 CHUNK_S = 0.02
@@ -147,6 +147,8 @@ def summarize(turns: list[dict[str, Any]]) -> dict[str, Any]:
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     questions = load_questions(ROOT / "bench" / ".cache")
+    if args.voices == "wide":
+        questions += unseen_voice_questions(ROOT / "bench" / ".cache" / "wer")
     with tempfile.TemporaryDirectory() as tmp, Topology(Path(tmp), args.workers) as topo:
         base = f"http://127.0.0.1:{topo.port}/v1"
         devices = await topo.worker_devices()
@@ -161,6 +163,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "mode": "websocket",
         "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
         "workers": args.workers,
+        "voices": args.voices,
         # where each worker's models ran, from the worker's own capacity advert
         "devices": devices,
         "summary": {
@@ -176,6 +179,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=2, help="passes over the questions")
     parser.add_argument("--concurrent", type=int, default=2, help="calls at once, second phase")
     parser.add_argument("--workers", type=int, default=1, help="inference worker processes")
+    parser.add_argument(
+        "--voices",
+        choices=["default", "wide"],
+        default="default",
+        help="wide: also the WER benchmark's 12 questions (Piper x0.85-1.2, 7 espeak-ng accents)",
+    )
     report = asyncio.run(run(parser.parse_args(argv)))
     save_report(report, "ws", "ws-latest.json")
 

@@ -149,10 +149,13 @@ class RealtimeSession:
 
     def greet(self, notice: str = "") -> None:
         """Speak the recording `notice` (when given) and the persona's greeting
-        (when it is set to speak first), as one utterance."""
+        (when it is set to speak first), as one utterance; with neither, have the
+        models read the prompt before the caller's first words."""
         text = " ".join(t.strip() for t in (notice, self.call.config.greeting) if t.strip())
         if text:
             self.call.say(text)
+        else:
+            self.call.prepare()
 
     async def run(self) -> None:
         """Wait until the session ends."""

@@ -409,6 +409,49 @@ async def test_after_a_reply_the_models_read_what_the_next_turn_needs(
     assert second.usage["cached_tokens"] >= warm_tokens - 4
 
 
+async def test_a_call_reads_its_prompt_before_the_first_turn(
+    models: LocalInference, vad_model: SileroModel
+) -> None:
+    # given a text-only call without a greeting, with instructions of its own
+    recorder = PromptRecorder(models)
+    unique = f"You are the assistant of shop {time.monotonic_ns()}. Answer in one sentence."
+    call = VoiceCall(fast_config(speak=False, instructions="Be brief."), recorder, vad_model)
+    try:
+        # when its instructions change before the caller speaks (a session.update)
+        call.update_config(replace(call.config, instructions=unique))
+        # then the LLM reads the new prompt (one token, dropped), and the scorer its
+        # opening prompt
+        assert call._warm_up is not None
+        async with asyncio.timeout(30):
+            await call._warm_up
+        assert recorder.max_tokens[-1] == 1
+        warm = recorder.prompts[-1]
+        assert unique in warm[0]["content"]
+        assert ("", "") in recorder.scored
+        # and the first turn finds that prompt in its cache
+        call.add_message("user", "What is the capital of France?")
+        call.create_response()
+        reply = of(await collect_until(call, done, timeout_s=40), ResponseDone)[0]
+    finally:
+        await call.close()
+    assert recorder.prompts[-1][: len(warm)] == warm
+    assert isinstance(models.llm, LlamaLLM)
+    warm_tokens = prompt_tokens(models.llm._contexts[0].llama, warm)
+    assert reply.usage["cached_tokens"] >= warm_tokens - 4
+
+
+async def test_settings_that_keep_the_prompt_read_nothing(
+    models: LocalInference, vad_model: SileroModel
+) -> None:
+    recorder = PromptRecorder(models)
+    call = VoiceCall(fast_config(speak=False), recorder, vad_model)
+    try:
+        call.update_config(replace(call.config, language="en", partial_interval_ms=0))
+        assert call._warm_up is None and recorder.prompts == []
+    finally:
+        await call.close()
+
+
 async def test_a_cancelled_text_reply_keeps_what_was_generated(new_call: MakeCall) -> None:
     # given a text-only call generating a long reply (no sentence cap), whose text
     # goes out clause by clause

@@ -29,6 +29,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
@@ -250,10 +251,29 @@ class VoiceCall:
 
     def update_config(self, config: CallConfig) -> None:
         """Apply new settings (instructions, voice, turn detection ...) from the next turn on."""
+        previous = self.config
         self.config = config
         self._detector.settings = config.turns
         self._prompt = self._prompt_builder(config)
         self._barge.settings = _barge_in_settings(config)
+        prompt_of = attrgetter("instructions", "facts", "grounding", "reply_hint")
+        idle = self._active is None and self._speculative is None
+        if idle and prompt_of(config) != prompt_of(previous):
+            self.prepare()  # the new prompt is read before the caller's next turn
+
+    def prepare(self) -> None:
+        """Have the models read the call's prompt before the caller speaks.
+
+        A greeting does this as it plays (`_prepare_next_turn`); without one, the
+        caller's first turn would read the whole system prompt (instructions,
+        worked examples) on its critical path: 300-700 ms of LLM first token on a
+        2-core CPU, against 100-200 ms for later turns. The end-of-turn scorer
+        reads its opening prompt too. Only the embedded LLM is warmed: a
+        persona's own endpoint would bill the tenant for the read.
+        """
+        self._warm_end_of_turn("")
+        if self.config.llm.backend == "local":
+            self._warm_llm(self._messages(None))
 
     @staticmethod
     def _prompt_builder(config: CallConfig) -> PromptBuilder:

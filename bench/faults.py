@@ -48,7 +48,7 @@ def summarize(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     for name in dict.fromkeys(r["fault"] for r in rounds):
         mine = [r for r in rounds if r["fault"] == name]
         seconds = sorted(s for r in mine for s in [first_seconds(r["outcome"])] if s is not None)
-        kinds = Counter(re.sub(r"[\d.]+", "N", r["outcome"]) for r in mine if r["outcome"])
+        kinds = Counter(re.sub(r"\d+(?:\.\d+)?", "N", r["outcome"]) for r in mine if r["outcome"])
         out[name] = {
             "rounds": len(mine),
             "passed": sum(r["passed"] for r in mine),

@@ -27,3 +27,10 @@ def test_rounds_are_summarized_per_fault() -> None:
     assert row["outcomes"] == {
         "worker killed mid-reply: failed (worker_lost) N s after the kill": 2
     }
+
+
+def test_outcome_kinds_keep_the_words_between_numbers() -> None:
+    line = "network drop -> resumed session.created: 0.11 s (1 connection attempts)"
+    rounds = [{"round": 1, "fault": "network_drop", "passed": True, "outcome": line}]
+    kinds = summarize(rounds)["network_drop"]["outcomes"]
+    assert kinds == {"network drop -> resumed session.created: N s (N connection attempts)": 1}

@@ -452,6 +452,22 @@ async def test_settings_that_keep_the_prompt_read_nothing(
         await call.close()
 
 
+async def test_a_personas_own_endpoint_is_not_asked_to_read_ahead(
+    models: LocalInference, vad_model: SileroModel
+) -> None:
+    # given a call whose LLM is a persona's own endpoint (billed per request)
+    recorder = PromptRecorder(models)
+    call = VoiceCall(fast_config(speak=False, embedded_llm=False), recorder, vad_model)
+    try:
+        # when it prepares for the caller's first turn
+        call.prepare()
+        # then only the (embedded) end-of-turn scorer reads ahead, not the LLM
+        assert await wait_until(lambda: ("", "") in recorder.scored, 10)
+        assert call._warm_up is None and recorder.prompts == []
+    finally:
+        await call.close()
+
+
 async def test_a_cancelled_text_reply_keeps_what_was_generated(new_call: MakeCall) -> None:
     # given a text-only call generating a long reply (no sentence cap), whose text
     # goes out clause by clause

@@ -108,6 +108,9 @@ class CallConfig:
     # model (the embedded default) rephrases facts wrongly too often. Off for a
     # persona's own (larger) LLM endpoint, which phrases the retrieved facts itself.
     direct_answers: bool = True
+    # The LLM is the embedded one (False: a persona's own endpoint, which bills per
+    # request): only it is asked to read a call's prompt ahead of the first turn.
+    embedded_llm: bool = True
     max_sentences: int = 3
     decline_text: str = DEFAULT_DECLINE
     greeting: str = ""
@@ -272,7 +275,7 @@ class VoiceCall:
         persona's own endpoint would bill the tenant for the read.
         """
         self._warm_end_of_turn("")
-        if self.config.llm.backend == "local":
+        if self.config.embedded_llm:
             self._warm_llm(self._messages(None))
 
     @staticmethod

@@ -199,6 +199,7 @@ def call_config_from_persona(
         interruptions_enabled=bool(persona.interruptions_enabled),
         output_sample_rate=output_sample_rate,
         direct_answers=not own_llm,
+        embedded_llm=not own_llm,
         asr_model=persona.asr_model,
     )
 

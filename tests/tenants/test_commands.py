@@ -75,6 +75,12 @@ def test_commands_fail_clearly() -> None:
         call_command("create_api_key", "--org", "missing")
     with pytest.raises(CommandError, match="No organization with slug"):
         call_command("create_publishable_key", "--org", "missing", "--origin", "http://a.test")
+    call_command(
+        "create_organization", "--name", "Shop", "--owner-email", "o@shop.test", stdout=StringIO()
+    )
+    with pytest.raises(CommandError, match="is not an origin like"):
+        call_command("create_publishable_key", "--org", "shop", "--origin", "not a url")
+    assert not PublishableKey.objects.exists()
     with pytest.raises(CommandError, match="needs a name"):
         call_command("create_organization", "--name", " ", "--owner-email", "a@b.test")
 

@@ -4,7 +4,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from voiceapp.tenants.models import Organization
+from voiceapp.tenants.management.lookup import organization_by_slug
 from voiceapp.tenants.services import publishable_key_create
 
 
@@ -23,9 +23,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="Print the result as JSON")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        org = Organization.objects.filter(slug=options["org"]).first()
-        if org is None:
-            raise CommandError(f"No organization with slug “{options['org']}”.")
+        org = organization_by_slug(options["org"])
         try:
             key = publishable_key_create(
                 org=org, name=options["name"], allowed_origins=options["origin"]

@@ -386,7 +386,8 @@ class VoiceCall:
         for event in detector.push(prob):
             self._on_turn_event(event, chunk)
         self._maybe_respeculate()
-        self._maybe_partial()
+        if prob >= self.config.turns.threshold:
+            self._maybe_partial()
 
     def _check_barge_in(self, prob: float) -> None:
         """Speech over the reply: pause it on the onset, then cancel it or play on."""
@@ -519,6 +520,12 @@ class VoiceCall:
         return audio[-int(self.config.max_utterance_s * VAD_RATE) :]
 
     def _maybe_partial(self) -> None:
+        """Transcribe the turn so far for live captions, every `partial_interval_ms`.
+
+        Called on voiced chunks only: a partial started in the quiet that may be the
+        end of the turn would still be running when the pause starts the final
+        transcript, and the two would share the worker's cores on its critical path.
+        """
         cfg = self.config
         if (
             cfg.partial_interval_ms <= 0

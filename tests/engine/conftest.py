@@ -31,6 +31,7 @@ from voiceapp.engine.frames import Frame
 from voiceapp.engine.inference import LocalInference
 from voiceapp.engine.llm import Message
 from voiceapp.engine.models import ModelSettings, default_voice, load_inference
+from voiceapp.engine.tasks import TaskOwner
 from voiceapp.engine.tts import PiperTTS
 from voiceapp.engine.turns import TurnSettings
 from voiceapp.engine.vad import SileroModel
@@ -181,6 +182,14 @@ async def new_call(
     yield make
     for call in calls:
         await call.close()
+
+
+@pytest.fixture
+async def task_owner() -> AsyncIterator[TaskOwner]:
+    """The owner of the engine tasks a test starts, as a call's; cancelled after the test."""
+    owner = TaskOwner("test")
+    yield owner
+    await owner.cancel_all(5.0)
 
 
 async def wait_until(predicate: Callable[[], bool], timeout_s: float) -> bool:

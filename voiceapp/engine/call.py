@@ -15,9 +15,10 @@ or turns out to be a cough and the reply resumes where it paused.
 
 The call is the orchestrator: it decides when a response starts, is
 committed, finishes, is cancelled or fails. How a response's state changes and
-which frames that releases is `response.py`; the conversation and what the LLM
-is sent of it is `history.py`; every task it starts has an owner (`tasks.py`),
-and `close()` cancels them all.
+which frames that releases is `response.py`; how its clauses are synthesized
+and its audio released is `speaker.py`; the conversation and what the LLM is
+sent of it is `history.py`; every task it starts has an owner (`tasks.py`), and
+`close()` cancels them all.
 """
 
 from __future__ import annotations
@@ -41,9 +42,7 @@ from .audio import (
     AudioFormatError,
     StreamResampler,
     check_rate,
-    float_to_pcm16,
     pcm16_to_float,
-    resample,
     to_mono_float,
 )
 from .chunker import ChunkerSettings, ClauseChunker
@@ -55,11 +54,9 @@ from .frames import (
     ResponseStatus,
     SpeechStarted,
     SpeechStopped,
-    TextClause,
     TranscriptFailed,
     TranscriptFinal,
     TranscriptPartial,
-    TTSAudio,
 )
 from .guard import Action, GuardSettings, ReplyGuard, numbers_in
 from .history import History
@@ -68,6 +65,7 @@ from .knowledge import Fact
 from .llm import LLMOptions, Message, PromptUsage
 from .prompt import DEFAULT_DECLINE, DEFAULT_REPLY_HINT, PromptBuilder
 from .response import Response, ResponseState
+from .speaker import ReplySpeaker, SpeakerSettings, Speech
 from .tasks import TaskOwner
 from .tracing import TurnTrace
 from .tts import VoiceSpec
@@ -168,6 +166,14 @@ class VoiceCall:
         self._warm_up: asyncio.Task[None] | None = None
         self._prepared_reply: str | None = None  # the reply _prepare_next_turn last read
         self._tasks = TaskOwner("call")
+        self._speaker = ReplySpeaker(
+            _speaker_settings(config),
+            inference,
+            self._out.put_nowait,
+            self._tasks,
+            fail=self._fail,
+            clock=clock,
+        )
         self._transcribing = TaskOwner("transcribing")  # manual-mode turns in ASR
         self._ids = itertools.count(1)
         self._closed = False
@@ -188,7 +194,6 @@ class VoiceCall:
         # Responses.
         self._speculative: Response | None = None
         self._active: Response | None = None
-        self._last_spoken: Response | None = None
         self.stats = {
             "speculative_started": 0,
             "speculative_cancelled": 0,
@@ -262,6 +267,7 @@ class VoiceCall:
         self._detector.settings = config.turns
         self._prompt = self._prompt_builder(config)
         self._barge.settings = _barge_in_settings(config)
+        self._speaker.settings = _speaker_settings(config)
         prompt_of = attrgetter("instructions", "facts", "grounding", "reply_hint")
         idle = self._active is None and self._speculative is None
         if idle and prompt_of(config) != prompt_of(previous):
@@ -332,10 +338,10 @@ class VoiceCall:
 
     def truncate(self, audio_end_ms: int) -> str:
         """Cut the last reply in the history to what its first `audio_end_ms` said."""
-        response = self._last_spoken
+        response = self._speaker.last_spoken
         if response is None:
             return ""
-        heard = self._heard_text(response, max(0, audio_end_ms))
+        heard = response.heard_text(max(0, audio_end_ms))
         self._history.truncate_reply(heard)
         return heard
 
@@ -412,18 +418,15 @@ class VoiceCall:
             self.stats["interruptions"] += 1
 
     def _pause(self, response: Response) -> None:
-        """Stop releasing the reply's audio; what was sent plays out at the client."""
+        """Hold the reply on a barge-in onset until it is confirmed or turns out a cough."""
         self.stats["barge_in_pauses"] += 1
-        response.playing.clear()
+        self._speaker.pause(response)
         self._paused = response
 
     def _resume(self, response: Response) -> None:
-        """Release the reply again from where it paused, paced as if it had not stopped."""
+        """Play the held reply on from where it paused (the speech was a cough, or ended)."""
         self._paused = None
-        if response.first_sent_at is not None:
-            # The client played what it had during the pause: pace on from what it heard.
-            response.first_sent_at = self._clock() - response.played_ms() / 1000.0
-        response.playing.set()
+        self._speaker.resume(response)
 
     def _announce_speech(self) -> None:
         assert self._item_id is not None
@@ -789,11 +792,7 @@ class VoiceCall:
         """LLM -> clause chunker -> TTS -> paced playout, in parallel."""
         cfg = self.config
         messages = self._messages(user_text, instructions)
-        clauses: asyncio.Queue[str | None] = asyncio.Queue()
-        tts_task = self._spawn(self._tts(response, clauses))
-        response.tasks.add(tts_task)
-        play_task = self._spawn(self._playout(response))
-        response.tasks.add(play_task)
+        speech = self._speaker.start(response)
         chunker = ClauseChunker(cfg.chunker)
         direct = self._direct_answer(user_text) if instructions is None else None
         guard = self._guard(messages, extra=direct or "")
@@ -828,13 +827,13 @@ class VoiceCall:
                 if cfg.sequential:
                     continue
                 for clause in chunker.push(delta):
-                    if not self._pass_clause(response, guard, clause, clauses):
+                    if not self._pass_clause(response, guard, clause, speech):
                         stopped = True
                         break
                 if stopped:
                     break
         except InferenceError as exc:
-            clauses.put_nowait(None)
+            speech.end()
             self._fail(response, exc)
             return
         finally:
@@ -845,16 +844,20 @@ class VoiceCall:
         response.usage = _usage(stream.usage if stream is not None else PromptUsage(), tokens)
         if not stopped:
             for clause in [raw.strip()] if cfg.sequential else chunker.flush():
-                if clause and not self._pass_clause(response, guard, clause, clauses):
+                if clause and not self._pass_clause(response, guard, clause, speech):
                     break
         if guard.reason:
             log.info("response %s cut by the reply guard: %s", response.id, guard.reason)
-        clauses.put_nowait(None)
+        speech.end()
+        await self._play_to_end(response, speech, direct=direct is not None)
+
+    async def _play_to_end(self, response: Response, speech: Speech, *, direct: bool) -> None:
+        """Let a reply whose clauses are all said finish, then complete it."""
         # Once the reply is synthesized (so as not to compete with it), the models read
         # what the next turn will need while the caller listens.
-        await tts_task
-        self._prepare_next_turn(response, direct=direct is not None)
-        await asyncio.gather(tts_task, play_task)
+        await speech.synthesized()
+        self._prepare_next_turn(response, direct=direct)
+        await speech.finished()
         self._finish(response, "completed")
 
     def _prepare_next_turn(self, response: Response, *, direct: bool) -> None:
@@ -954,7 +957,7 @@ class VoiceCall:
         response: Response,
         guard: ReplyGuard,
         clause: str,
-        clauses: asyncio.Queue[str | None],
+        speech: Speech,
     ) -> bool:
         """Send a clause the guard lets through to TTS and the transcript; False: stop."""
         verdict = guard.check(clause)
@@ -968,101 +971,18 @@ class VoiceCall:
             delta = f" {text}" if response.text else text
             response.text += delta
             response.emit(LLMToken(response.id, delta))
-            clauses.put_nowait(text)
+            speech.say(text)
         return verdict.action is Action.SPEAK
 
     async def _speak_text(self, response: Response, text: str) -> None:
-        clauses: asyncio.Queue[str | None] = asyncio.Queue()
+        """Speak fixed text (a greeting) clause by clause, as a reply that needs no LLM."""
+        speech = self._speaker.start(response)
         chunker = ClauseChunker(self.config.chunker)
         for clause in [*chunker.push(text + " "), *chunker.flush()]:
-            clauses.put_nowait(clause)
-        clauses.put_nowait(None)
+            speech.say(clause)
+        speech.end()
         response.text = text
-        tts_task = self._spawn(self._tts(response, clauses))
-        play_task = self._spawn(self._playout(response))
-        response.tasks.add(tts_task)
-        response.tasks.add(play_task)
-        await tts_task
-        self._prepare_next_turn(response, direct=True)
-        await asyncio.gather(tts_task, play_task)
-        self._finish(response, "completed")
-
-    async def _tts(self, response: Response, clauses: asyncio.Queue[str | None]) -> None:
-        """Synthesize clauses in order; audio goes to the playout queue at the output rate."""
-        cfg = self.config
-        trace = response.trace
-        index = 0
-        try:
-            while (clause := await clauses.get()) is not None:
-                response.emit(TextClause(response.id, clause, index))
-                if not response.speak:
-                    response.clauses.append((clause, 0))
-                    index += 1
-                    continue
-                trace.mark("tts_start")
-                stream = self._inference.synthesize(clause, cfg.voice)
-                total = 0
-                whole: list[np.ndarray] = []
-                try:
-                    async for chunk in stream:
-                        out = resample(chunk.samples, chunk.sample_rate, cfg.output_sample_rate)
-                        total += len(out)
-                        if cfg.sequential:  # the baseline releases audio once all is made
-                            whole.append(out)
-                            continue
-                        trace.mark("tts_first_audio")
-                        response.audio.put_nowait((index, out))
-                finally:
-                    await stream.aclose()
-                if whole:
-                    trace.mark("tts_first_audio")
-                    response.audio.put_nowait((index, np.concatenate(whole)))
-                response.clauses.append((clause, total))
-                index += 1
-        except InferenceError as exc:
-            self._fail(response, exc)
-        finally:
-            response.audio.put_nowait(None)
-
-    async def _playout(self, response: Response) -> None:
-        """Release audio in `output_chunk_ms` pieces, at most `playback_lead_ms` ahead."""
-        cfg = self.config
-        rate = cfg.output_sample_rate
-        step = max(1, cfg.output_chunk_ms * rate // 1000)
-        await response.committed.wait()
-        while (item := await response.audio.get()) is not None:
-            index, samples = item
-            for start in range(0, len(samples), step):
-                piece = samples[start : start + step]
-                await self._paced(response)
-                if not response.active:
-                    return
-                if response.first_sent_at is None:
-                    response.first_sent_at = self._clock()
-                    self._last_spoken = response
-                    response.trace.mark("first_audio_sent", response.first_sent_at)
-                response.sent_samples += len(piece)
-                self._out.put_nowait(TTSAudio(response.id, float_to_pcm16(piece), rate, index))
-
-    async def _paced(self, response: Response) -> None:
-        """Return when the next piece may go: not paused, at most `playback_lead_ms` ahead."""
-        rate = self.config.output_sample_rate
-        lead_ms = self.config.playback_lead_ms
-        while True:
-            await response.playing.wait()
-            if response.first_sent_at is None:
-                return
-            sent_ms = 1000.0 * response.sent_samples / rate
-            ahead_ms = sent_ms - 1000.0 * (self._clock() - response.first_sent_at)
-            if ahead_ms <= lead_ms:
-                return
-            await asyncio.sleep((ahead_ms - lead_ms) / 1000.0)
-            if response.playing.is_set():
-                return
-
-    def _heard_text(self, response: Response, played_ms: int) -> str:
-        """The part of the reply whose audio was played, cut at a word boundary."""
-        return response.heard_text(played_ms)
+        await self._play_to_end(response, speech, direct=True)
 
     def _finish_cancelled(
         self, response: Response, *, interrupted: bool, silent: bool = False
@@ -1116,6 +1036,16 @@ def _barge_in_settings(config: CallConfig) -> BargeInSettings:
         onset_ms=config.barge_in_onset_ms,
         confirm_ms=config.barge_in_min_ms,
         resume_ms=config.barge_in_resume_ms,
+    )
+
+
+def _speaker_settings(config: CallConfig) -> SpeakerSettings:
+    return SpeakerSettings(
+        voice=config.voice,
+        sample_rate=config.output_sample_rate,
+        chunk_ms=config.output_chunk_ms,
+        lead_ms=config.playback_lead_ms,
+        sequential=config.sequential,
     )
 
 

@@ -1,0 +1,196 @@
+"""Reply speech: a response's clauses synthesized in order, released paced against real time.
+
+The call decides *when* a reply is spoken, paused, resumed or cut off; the
+speaker knows *how*. `ReplySpeaker.start(response)` gives a `Speech`: clauses
+said into it go to TTS one at a time, in order, while the LLM keeps writing;
+their audio is resampled to the call's output rate and released as `TTSAudio`
+in `chunk_ms` pieces, at most `lead_ms` ahead of real time, so that speech over
+the reply can stop it with little already sent. Nothing is released before
+the response is committed, nor while it is paused (`pause`), and a resumed
+reply is paced on from what the caller has heard (`resume`).
+
+A speech's two tasks (synthesis and playout) belong to the call's owner and to
+the response's, so cancelling the response stops both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .audio import float_to_pcm16, resample
+from .frames import Frame, TextClause, TTSAudio
+from .inference import Inference, InferenceError
+from .response import Response
+from .tasks import TaskOwner
+from .tts import VoiceSpec
+
+
+@dataclass(frozen=True, slots=True)
+class SpeakerSettings:
+    """How a call's replies sound and are released (from its `CallConfig`)."""
+
+    voice: VoiceSpec
+    sample_rate: int = 24000  # the call's output rate
+    chunk_ms: int = 40  # the size of each released piece
+    lead_ms: int = 300  # how far ahead of real time audio may be released
+    sequential: bool = False  # the baseline: a clause's audio goes out once all of it is made
+
+
+class Speech:
+    """One response's clauses on their way out: `say` each, then `end`.
+
+    Made by `ReplySpeaker.start`, which has already started its synthesis and
+    playout.
+    """
+
+    def __init__(
+        self,
+        clauses: asyncio.Queue[str | None],
+        synthesis: asyncio.Task[None],
+        playout: asyncio.Task[None],
+    ) -> None:
+        self._clauses = clauses
+        self._synthesis = synthesis
+        self._playout = playout
+
+    def say(self, clause: str) -> None:
+        """Queue a clause; it is synthesized after those said before it."""
+        self._clauses.put_nowait(clause)
+
+    def end(self) -> None:
+        """No more clauses: synthesis ends after the last one, playout after its audio."""
+        self._clauses.put_nowait(None)
+
+    async def synthesized(self) -> None:
+        """Return once every clause is synthesized (its audio may still be playing)."""
+        await self._synthesis
+
+    async def finished(self) -> None:
+        """Return once every clause is synthesized and all its audio released."""
+        await asyncio.gather(self._synthesis, self._playout)
+
+
+class ReplySpeaker:
+    """Synthesizes a call's replies and releases their audio, paced against real time.
+
+    `out` receives the `TTSAudio` frames; `tasks` is the call's owner, which keeps
+    every task a speech starts; `fail` ends a response whose synthesis failed (the
+    call's own bookkeeping goes with it). `settings` may be replaced between
+    replies: a reply's voice, rate and piece size are those it started with, the
+    lead is read as each piece goes.
+    """
+
+    def __init__(
+        self,
+        settings: SpeakerSettings,
+        inference: Inference,
+        out: Callable[[Frame], None],
+        tasks: TaskOwner,
+        *,
+        fail: Callable[[Response, InferenceError], None],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.settings = settings
+        self._inference = inference
+        self._out = out
+        self._tasks = tasks
+        self._fail = fail
+        self._clock = clock
+        self.last_spoken: Response | None = None  # the latest reply whose audio began to go out
+
+    def start(self, response: Response) -> Speech:
+        """Start synthesizing and playing out `response`; say its clauses into the result."""
+        clauses: asyncio.Queue[str | None] = asyncio.Queue()
+        synthesis = self._tasks.spawn(self._synthesize(response, clauses))
+        response.tasks.add(synthesis)
+        playout = self._tasks.spawn(self._playout(response))
+        response.tasks.add(playout)
+        return Speech(clauses, synthesis, playout)
+
+    def pause(self, response: Response) -> None:
+        """Stop releasing the reply's audio; what was sent plays out at the client."""
+        response.playing.clear()
+
+    def resume(self, response: Response) -> None:
+        """Release the reply again from where it paused, paced as if it had not stopped."""
+        if response.first_sent_at is not None:
+            # The client played what it had during the pause: pace on from what it heard.
+            response.first_sent_at = self._clock() - response.played_ms() / 1000.0
+        response.playing.set()
+
+    async def _synthesize(self, response: Response, clauses: asyncio.Queue[str | None]) -> None:
+        """Synthesize clauses in order; audio goes to the response's queue at the output rate."""
+        settings = self.settings
+        trace = response.trace
+        index = 0
+        try:
+            while (clause := await clauses.get()) is not None:
+                response.emit(TextClause(response.id, clause, index))
+                if not response.speak:
+                    response.clauses.append((clause, 0))
+                    index += 1
+                    continue
+                trace.mark("tts_start")
+                stream = self._inference.synthesize(clause, settings.voice)
+                total = 0
+                whole: list[np.ndarray] = []
+                try:
+                    async for chunk in stream:
+                        out = resample(chunk.samples, chunk.sample_rate, settings.sample_rate)
+                        total += len(out)
+                        if settings.sequential:  # the baseline releases audio once all is made
+                            whole.append(out)
+                            continue
+                        trace.mark("tts_first_audio")
+                        response.audio.put_nowait((index, out))
+                finally:
+                    await stream.aclose()
+                if whole:
+                    trace.mark("tts_first_audio")
+                    response.audio.put_nowait((index, np.concatenate(whole)))
+                response.clauses.append((clause, total))
+                index += 1
+        except InferenceError as exc:
+            self._fail(response, exc)
+        finally:
+            response.audio.put_nowait(None)
+
+    async def _playout(self, response: Response) -> None:
+        """Release audio in `chunk_ms` pieces, at most `lead_ms` ahead, once committed."""
+        rate = self.settings.sample_rate
+        step = max(1, self.settings.chunk_ms * rate // 1000)
+        await response.committed.wait()
+        while (item := await response.audio.get()) is not None:
+            index, samples = item
+            for start in range(0, len(samples), step):
+                piece = samples[start : start + step]
+                await self._paced(response)
+                if not response.active:
+                    return
+                if response.first_sent_at is None:
+                    response.first_sent_at = self._clock()
+                    self.last_spoken = response
+                    response.trace.mark("first_audio_sent", response.first_sent_at)
+                response.sent_samples += len(piece)
+                self._out(TTSAudio(response.id, float_to_pcm16(piece), rate, index))
+
+    async def _paced(self, response: Response) -> None:
+        """Return when the next piece may go: not paused, at most `lead_ms` ahead."""
+        rate = self.settings.sample_rate
+        lead_ms = self.settings.lead_ms
+        while True:
+            await response.playing.wait()
+            if response.first_sent_at is None:
+                return
+            sent_ms = 1000.0 * response.sent_samples / rate
+            ahead_ms = sent_ms - 1000.0 * (self._clock() - response.first_sent_at)
+            if ahead_ms <= lead_ms:
+                return
+            await asyncio.sleep((ahead_ms - lead_ms) / 1000.0)
+            if response.playing.is_set():
+                return

@@ -16,9 +16,10 @@ or turns out to be a cough and the reply resumes where it paused.
 The call is the orchestrator: it decides when a response starts, is
 committed, finishes, is cancelled or fails. How a response's state changes and
 which frames that releases is `response.py`; how its clauses are synthesized
-and its audio released is `speaker.py`; the conversation and what the LLM is
-sent of it is `history.py`; every task it starts has an owner (`tasks.py`), and
-`close()` cancels them all.
+and its audio released is `speaker.py`; what the models read ahead while a
+reply plays is `readahead.py`; the conversation and what the LLM is sent of it
+is `history.py`; every task it starts has an owner (`tasks.py`), and `close()`
+cancels them all.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ from .inference import Inference, InferenceError, TokenStream
 from .knowledge import Fact
 from .llm import LLMOptions, Message, PromptUsage
 from .prompt import DEFAULT_DECLINE, DEFAULT_REPLY_HINT, PromptBuilder
+from .readahead import ReadAhead, ReadAheadSettings
 from .response import Response, ResponseState
 from .speaker import ReplySpeaker, SpeakerSettings, Speech
 from .tasks import TaskOwner
@@ -163,8 +165,6 @@ class VoiceCall:
         self._out: asyncio.Queue[Frame | None] = asyncio.Queue()
         self._history = History()
         self._prompt = self._prompt_builder(config)
-        self._warm_up: asyncio.Task[None] | None = None
-        self._prepared_reply: str | None = None  # the reply _prepare_next_turn last read
         self._tasks = TaskOwner("call")
         self._speaker = ReplySpeaker(
             _speaker_settings(config),
@@ -173,6 +173,14 @@ class VoiceCall:
             self._tasks,
             fail=self._fail,
             clock=clock,
+        )
+        self._read_ahead = ReadAhead(
+            _read_ahead_settings(config),
+            inference,
+            self._history,
+            lambda: self._messages(None),
+            self._tasks,
+            call_id=self.call_id,
         )
         self._transcribing = TaskOwner("transcribing")  # manual-mode turns in ASR
         self._ids = itertools.count(1)
@@ -268,6 +276,7 @@ class VoiceCall:
         self._prompt = self._prompt_builder(config)
         self._barge.settings = _barge_in_settings(config)
         self._speaker.settings = _speaker_settings(config)
+        self._read_ahead.settings = _read_ahead_settings(config)
         prompt_of = attrgetter("instructions", "facts", "grounding", "reply_hint")
         idle = self._active is None and self._speculative is None
         if idle and prompt_of(config) != prompt_of(previous):
@@ -281,11 +290,15 @@ class VoiceCall:
         worked examples) on its critical path: 300-700 ms of LLM first token on a
         2-core CPU, against 100-200 ms for later turns. The end-of-turn scorer
         reads its opening prompt too. Only the embedded LLM is warmed: a
-        persona's own endpoint would bill the tenant for the read.
+        persona's own endpoint would bill the tenant for the read
+        (`ReadAhead.opening`).
         """
-        self._warm_end_of_turn("")
-        if self.config.embedded_llm:
-            self._warm_llm(self._messages(None))
+        self._read_ahead.opening()
+
+    @property
+    def _warm_up(self) -> asyncio.Task[None] | None:
+        """The LLM's latest read ahead, running or ended (tests wait for it)."""
+        return self._read_ahead.llm_read
 
     @staticmethod
     def _prompt_builder(config: CallConfig) -> PromptBuilder:
@@ -808,10 +821,9 @@ class VoiceCall:
                 source = _once(direct)
                 response.prompt_read.set()  # no LLM reads anything for this reply
             else:
-                # A warm-up still reading the prompt does work this request needs:
+                # A read ahead still reading the prompt does work this request needs:
                 # let it finish rather than throw it away (and its context with it).
-                if self._warm_up is not None and not self._warm_up.done():
-                    await asyncio.wait({self._warm_up})
+                await self._read_ahead.wait_llm()
                 stream = self._inference.generate(messages, replace(options, session=self.call_id))
                 source = stream
             async for delta in source:
@@ -863,69 +875,15 @@ class VoiceCall:
     def _prepare_next_turn(self, response: Response, *, direct: bool) -> None:
         """While a reply plays, have the models read what the caller's next turn needs.
 
-        - The end-of-turn scorer reads the reply (`_warm_end_of_turn`).
-        - A history near its budget is trimmed now, with a quarter of the budget to
-          spare, rather than when the next turn no longer fits. Trimming changes the
-          prompt's prefix, so the LLM reads the whole prompt again: about 1 s on a
-          CPU for a 2000-character history, and it sat on that turn's critical path.
-        - The LLM reads the prompt with this reply when it was trimmed, or when the
-          reply is a fact spoken as written (or a greeting), which never went through
-          the LLM: without that, the next turn would read those words first.
-
-        An LLM read generates one token, dropped; the next request waits for it if it
-        is still running (it reads what that request would have to read anyway). Its
-        tokens are engine overhead, in no response's usage (docs/BILLING.md).
+        Only for a reply still going out with words in it (`ReadAhead.next_turn`:
+        the scorer reads the reply, a history near its budget is trimmed, the LLM
+        reads the prompt when it changed or the reply never went through it).
         """
         reply = response.text.strip()
         if not reply or response.state is not ResponseState.ACTIVE:
             return
-        self._prepared_reply = reply
-        self._warm_end_of_turn(reply)
-        cfg = self.config
-        budget = cfg.history_budget_chars
-        trimmed = self._history.trim(budget, headroom_chars=budget // 4, pending_chars=len(reply))
-        if trimmed:
+        if self._read_ahead.next_turn(reply, direct=direct):
             self.stats["history_trims"] += 1
-        if trimmed or (direct and cfg.grounding and cfg.direct_answers):
-            self._warm_llm([*self._messages(None), {"role": "assistant", "content": reply}])
-
-    def _warm_end_of_turn(self, reply: str) -> None:
-        """Have the end-of-turn scorer read the agent's reply before the caller answers.
-
-        Every score of the next turn is made after that reply (`_score_turn`). The
-        scorer keeps the KV cache of the prompt it read last, so read now, with no
-        caller words, the reply costs nothing at the caller's first pause: there,
-        on a CPU, it took 300-700 ms of a 1-thread pass (50-60 tokens) and held
-        the end of turn back by as much; the caller's own words take about 30 ms.
-        """
-        if self.config.turns.hint_source != "eou":
-            return
-
-        async def warm() -> None:
-            try:
-                await asyncio.wait_for(self._inference.end_of_turn("", reply), EOU_WAIT_S * 4)
-            except (InferenceError, TimeoutError) as exc:
-                log.info("end-of-turn warm-up of %s failed: %s", self.call_id, exc or "timeout")
-
-        self._spawn(warm())
-
-    def _warm_llm(self, messages: list[Message]) -> None:
-        """Have the call's LLM context read `messages` (one token generated, dropped)."""
-        options = replace(self.config.llm, max_tokens=1, session=self.call_id)
-
-        async def warm() -> None:
-            stream = self._inference.generate(messages, options)
-            try:
-                async for _ in stream:
-                    pass
-            except InferenceError as exc:
-                log.info("prefix warm-up of %s failed: %s", self.call_id, exc)
-            finally:
-                await stream.aclose()
-
-        if self._warm_up is not None and not self._warm_up.done():
-            self._warm_up.cancel()
-        self._warm_up = self._spawn(warm())
 
     def _direct_answer(self, user_text: str | None) -> str | None:
         """The fact to speak as written for the caller's last words, if one answers them."""
@@ -1004,8 +962,7 @@ class VoiceCall:
         if response.text:
             reply = response.text.strip()
             self.add_message("assistant", reply)
-            if reply != self._prepared_reply:  # cut short, or never prepared
-                self._warm_end_of_turn(reply)
+            self._read_ahead.reply_kept(reply)
 
     def _fail(self, response: Response, exc: InferenceError) -> None:
         """End a response on an error (silently while it is still speculative)."""
@@ -1046,6 +1003,16 @@ def _speaker_settings(config: CallConfig) -> SpeakerSettings:
         chunk_ms=config.output_chunk_ms,
         lead_ms=config.playback_lead_ms,
         sequential=config.sequential,
+    )
+
+
+def _read_ahead_settings(config: CallConfig) -> ReadAheadSettings:
+    return ReadAheadSettings(
+        llm=config.llm,
+        end_of_turn_model=config.turns.hint_source == "eou",
+        embedded_llm=config.embedded_llm,
+        history_budget_chars=config.history_budget_chars,
+        direct_answers=config.grounding and config.direct_answers,
     )
 
 

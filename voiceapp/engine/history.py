@@ -60,7 +60,7 @@ class History:
 
         With headroom, a call trims after a reply, while the caller is still
         listening, rather than when the next turn no longer fits: the LLM can read
-        the shortened prompt then (`VoiceCall._prepare_next_turn`), not during a
+        the shortened prompt then (`ReadAhead.next_turn`), not during a
         turn. `pending_chars` counts a message about to be added (the reply).
         """
         messages = self.messages

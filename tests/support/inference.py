@@ -1,0 +1,46 @@
+"""The real models behind the engine's `Inference`, with what they were asked kept."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from voiceapp.engine.asr import DEFAULT_ASR_MODEL, Transcript
+from voiceapp.engine.inference import AudioChunk, Inference, Stream, TokenStream
+from voiceapp.engine.llm import LLMOptions, Message
+from voiceapp.engine.tts import VoiceSpec
+
+
+@dataclass(frozen=True)
+class LLMRequest:
+    messages: list[Message]
+    options: LLMOptions
+    stream: TokenStream  # its `usage` says what the request read
+
+
+class RecordingInference:
+    """Passes every request to `inner` (the real models) and keeps the LLM's and the
+    end-of-turn scorer's requests, oldest first."""
+
+    def __init__(self, inner: Inference) -> None:
+        self.inner = inner
+        self.llm: list[LLMRequest] = []
+        self.scored: list[tuple[str, str]] = []  # (caller's words, previous reply)
+
+    async def transcribe(
+        self, audio: np.ndarray, language: str, model: str = DEFAULT_ASR_MODEL
+    ) -> Transcript:
+        return await self.inner.transcribe(audio, language, model)
+
+    def generate(self, messages: list[Message], options: LLMOptions) -> TokenStream:
+        stream = self.inner.generate(messages, options)
+        self.llm.append(LLMRequest([dict(m) for m in messages], options, stream))
+        return stream
+
+    def synthesize(self, text: str, voice: VoiceSpec) -> Stream[AudioChunk]:
+        return self.inner.synthesize(text, voice)
+
+    async def end_of_turn(self, text: str, previous_reply: str) -> float:
+        self.scored.append((text, previous_reply))
+        return await self.inner.end_of_turn(text, previous_reply)

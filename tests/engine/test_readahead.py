@@ -161,6 +161,25 @@ async def test_a_history_near_its_budget_is_trimmed_and_the_llm_reads_the_new_pr
     assert reader.recorder.scored == [("", REPLY)]
 
 
+async def test_a_personas_own_endpoint_is_not_asked_to_read_a_trimmed_history(
+    models: LocalInference, task_owner: TaskOwner
+) -> None:
+    # given a call on a persona's own endpoint whose history is near its budget
+    settings = ReadAheadSettings(history_budget_chars=600, embedded_llm=False)
+    reader = new_reader(models, task_owner, settings)
+    for n in range(5):
+        reader.history.add("user", f"Question number {n} about the opening hours?")
+        reader.history.add("assistant", f"Answer number {n}: we open at nine every day.")
+    before = reader.prompt()
+    # when a reply plays
+    trimmed = reader.read_ahead.next_turn(REPLY, direct=False)
+    await settle(task_owner)
+    # then the history was trimmed, but the endpoint (billed per request) was not asked
+    assert trimmed and len(reader.prompt()) < len(before)
+    assert reader.recorder.llm == [] and reader.read_ahead.llm_read is None
+    assert reader.recorder.scored == [("", REPLY)]
+
+
 @pytest.mark.parametrize("direct_answers", [True, False])
 async def test_a_reply_spoken_as_written_is_read_by_the_llm_if_the_call_answers_so(
     models: LocalInference, task_owner: TaskOwner, direct_answers: bool

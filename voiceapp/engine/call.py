@@ -112,7 +112,8 @@ class CallConfig:
     # persona's own (larger) LLM endpoint, which phrases the retrieved facts itself.
     direct_answers: bool = True
     # The LLM is the embedded one (False: a persona's own endpoint, which bills per
-    # request): only it is asked to read a call's prompt ahead of the first turn.
+    # request): only it is asked to read ahead (docs/ARCHITECTURE.md, read-ahead), and
+    # only it shares a worker's cores with the end-of-turn scorer (`_score_turn`).
     embedded_llm: bool = True
     max_sentences: int = 3
     decline_text: str = DEFAULT_DECLINE

@@ -15,9 +15,9 @@ once a reply goes into the history); `ReadAhead` knows *what* is read:
   about 1 s to read again for a 2000-character history), and a reply that never
   went through the LLM (a fact spoken as written, a greeting).
 
-Only the embedded LLM reads the opening prompt: a persona's own endpoint would
-bill the tenant for it. A read's tokens are engine overhead, in no response's
-usage (docs/BILLING.md). Every read is a task of the call's owner.
+Only the embedded LLM reads ahead (the opening prompt, a trimmed history): a
+persona's own endpoint would bill the tenant for every read. A read's tokens are
+engine overhead, in no response's usage (docs/BILLING.md). Every read is a task of the call's owner.
 """
 
 from __future__ import annotations
@@ -108,14 +108,15 @@ class ReadAhead:
         fits; the LLM then reads the trimmed prompt with the reply. It also reads it
         when the reply is `direct` (a fact spoken as written, a greeting) and the
         call answers with facts as written: without that, the next turn would read
-        those words first. An LLM read started before is cancelled.
+        those words first. An LLM read started before is cancelled. Only the
+        embedded LLM reads; the history is trimmed either way.
         """
         self._scored_reply = reply
         self._read_by_scorer(reply)
         settings = self.settings
         budget = settings.history_budget_chars
         trimmed = self._history.trim(budget, headroom_chars=budget // 4, pending_chars=len(reply))
-        if trimmed or (direct and settings.direct_answers):
+        if settings.embedded_llm and (trimmed or (direct and settings.direct_answers)):
             self._read_by_llm([*self._prompt(), {"role": "assistant", "content": reply}])
         return trimmed
 

@@ -13,7 +13,7 @@ import pytest
 from bench.wer_clips import PAUSE_S, normalize, word_errors
 from voiceapp.engine.asr import WhisperASR
 from voiceapp.engine.audio import AudioFormatError, float_to_pcm16, pcm16_to_float, resample
-from voiceapp.engine.call import PROMPT_READ_WAIT_S, VoiceCall
+from voiceapp.engine.call import VoiceCall
 from voiceapp.engine.eou import chat_prompt
 from voiceapp.engine.frames import (
     Frame,
@@ -607,31 +607,6 @@ async def test_a_finished_question_is_scored_finished_and_answered(new_call: Mak
     assert reply.status == "completed" and reply.text
     assert "eou_end" in reply.timeline
     assert reply.timeline["eou_end"] <= reply.timeline["end_of_turn"]
-
-
-@pytest.mark.parametrize("embedded_llm", [True, False])
-async def test_the_turn_is_scored_once_the_llm_has_read_its_prompt(
-    new_call: MakeCall, embedded_llm: bool
-) -> None:
-    # given a call with the embedded LLM (it shares the cores with the scorer), or not,
-    # whose models have read its prompt
-    call = new_call(embedded_llm=embedded_llm)
-    call.prepare()
-    # when a finished question is spoken
-    frames = await ask(call, spoken("What is the capital of France?"), realtime=True)
-    reply = of(frames, ResponseDone)[0]
-    timeline = reply.timeline
-    assert reply.status == "completed" and reply.text
-    # then with the embedded LLM the scorer starts once the reply's first token came
-    # (or, on a slow LLM, once it has waited PROMPT_READ_WAIT_S after the transcript);
-    # with another LLM it starts with the reply
-    if embedded_llm:
-        waited = timeline["asr_end"] + 1000 * PROMPT_READ_WAIT_S
-        assert timeline["eou_start"] >= min(timeline["llm_first_token"], waited) - 1
-    else:
-        assert timeline["eou_start"] < timeline["llm_first_token"]
-    # and either way the turn ended on the score
-    assert timeline["eou_end"] <= timeline["end_of_turn"]
 
 
 async def drain(call: VoiceCall, quiet_s: float) -> list[Frame]:

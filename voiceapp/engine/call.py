@@ -25,7 +25,6 @@ cancels them all.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import logging
 import time
@@ -91,8 +90,6 @@ log = logging.getLogger(__name__)
 RESPECULATE_AFTER_MS = 300  # more silence before an "unfinished" pause is transcribed again
 TRANSCRIPT_WAIT_S = 10.0  # how long a requested reply waits for a turn still being transcribed
 EOU_WAIT_S = 0.5  # an end-of-turn score later than this is not waited for (lexical hint only)
-# How long the end-of-turn score waits for the reply's LLM to read its prompt first.
-PROMPT_READ_WAIT_S = 0.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -760,19 +757,6 @@ class VoiceCall:
             self._spawn_response(response, self._score_turn(response, text))
 
     async def _score_turn(self, response: Response, text: str) -> None:
-        """Score the pause's transcript and set the turn's wait from it.
-
-        With the embedded LLM the score waits (at most `PROMPT_READ_WAIT_S`) until
-        the reply's LLM has read its prompt. Both models share the worker's cores:
-        scored at once, the scorer's thread took a core from the LLM's two-thread
-        prompt read, and the first token came 190 ms after the transcript instead
-        of 70 (2-core CPU). Once the LLM generates on one thread, the scorer has
-        the other core, and the verdict still lands well before the reply's first
-        audio is ready.
-        """
-        if self.config.embedded_llm:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(response.prompt_read.wait(), PROMPT_READ_WAIT_S)
         previous = self._history.last("assistant") or ""
         response.trace.mark("eou_start")
         probability: float | None = None
@@ -820,7 +804,6 @@ class VoiceCall:
             source: AsyncIterator[str]
             if direct is not None:
                 source = _once(direct)
-                response.prompt_read.set()  # no LLM reads anything for this reply
             else:
                 # A read ahead still reading the prompt does work this request needs:
                 # let it finish rather than throw it away (and its context with it).
@@ -832,7 +815,6 @@ class VoiceCall:
                     if tokens == 0:
                         trace.mark("llm_first_token")
                         trace.llm_queue_ms = stream.queue_ms
-                        response.prompt_read.set()
                     tokens += 1
                     # kept current: a reply cancelled mid-stream reports what it cost
                     response.usage = _usage(stream.usage, tokens)
@@ -850,7 +832,6 @@ class VoiceCall:
             self._fail(response, exc)
             return
         finally:
-            response.prompt_read.set()
             if stream is not None:
                 await stream.aclose()
         # A direct answer never reached the LLM: no tokens either way.

@@ -101,9 +101,6 @@ class Response:
     usage: dict[str, int] = field(default_factory=dict)
     playing: asyncio.Event = field(default_factory=lambda: _set(asyncio.Event()))  # clear: paused
     eou_probability: float | None = None  # the end-of-turn score of its transcript
-    # Set once the reply's LLM has read its prompt (its first token came), or never
-    # will (a fact spoken as written, a failure, the reply's end).
-    prompt_read: asyncio.Event = field(default_factory=asyncio.Event)
     # The response that was active when this one was committed: cancelled once this
     # one's transcript turns out to hold words, left playing if it was only noise.
     supersedes: Response | None = None

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from bench.wer_clips import PAUSE_S, normalize, word_errors
+from tests.support.inference import RecordingInference
 from voiceapp.engine.asr import WhisperASR
 from voiceapp.engine.audio import AudioFormatError, float_to_pcm16, pcm16_to_float, resample
 from voiceapp.engine.call import VoiceCall
@@ -312,36 +313,11 @@ async def test_text_only_call_answers_without_synthesis(
     assert call.history[-1] == {"role": "assistant", "content": reply.text}
 
 
-class PromptRecorder:
-    """The real models; the prompts the LLM was sent are kept."""
-
-    def __init__(self, inner: LocalInference) -> None:
-        self.inner = inner
-        self.prompts: list[list[dict[str, str]]] = []
-        self.max_tokens: list[int] = []  # of each prompt
-        self.scored: list[tuple[str, str]] = []  # end-of-turn requests: (text, previous reply)
-
-    async def transcribe(self, audio: np.ndarray, language: str, model: str = "tiny.en") -> Any:
-        return await self.inner.transcribe(audio, language, model)
-
-    def generate(self, messages: Any, options: Any) -> Any:
-        self.prompts.append([dict(m) for m in messages])
-        self.max_tokens.append(options.max_tokens)
-        return self.inner.generate(messages, options)
-
-    def synthesize(self, text: str, voice: Any) -> Any:
-        return self.inner.synthesize(text, voice)
-
-    async def end_of_turn(self, text: str, previous_reply: str) -> float:
-        self.scored.append((text, previous_reply))
-        return await self.inner.end_of_turn(text, previous_reply)
-
-
 async def test_a_reply_reports_the_prompt_tokens_it_read(
     models: LocalInference, vad_model: SileroModel
 ) -> None:
     # given a text-only call whose LLM requests are seen
-    recorder = PromptRecorder(models)
+    recorder = RecordingInference(models)
     call = VoiceCall(fast_config(speak=False), recorder, vad_model)
     try:
         # when it answers a question
@@ -365,7 +341,7 @@ async def test_after_a_reply_the_models_read_what_the_next_turn_needs(
     models: LocalInference, vad_model: SileroModel
 ) -> None:
     # given a text-only call whose history is near its 600-character budget
-    recorder = PromptRecorder(models)
+    recorder = RecordingInference(models)
     call = VoiceCall(fast_config(speak=False, history_budget_chars=600), recorder, vad_model)
     for n in range(5):
         call.add_message("user", f"Question number {n} about the opening hours?")
@@ -413,7 +389,7 @@ async def test_a_call_reads_its_prompt_before_the_first_turn(
     models: LocalInference, vad_model: SileroModel
 ) -> None:
     # given a text-only call without a greeting, with instructions of its own
-    recorder = PromptRecorder(models)
+    recorder = RecordingInference(models)
     unique = f"You are the assistant of shop {time.monotonic_ns()}. Answer in one sentence."
     call = VoiceCall(fast_config(speak=False, instructions="Be brief."), recorder, vad_model)
     try:
@@ -443,7 +419,7 @@ async def test_a_call_reads_its_prompt_before_the_first_turn(
 async def test_settings_that_keep_the_prompt_read_nothing(
     models: LocalInference, vad_model: SileroModel
 ) -> None:
-    recorder = PromptRecorder(models)
+    recorder = RecordingInference(models)
     call = VoiceCall(fast_config(speak=False), recorder, vad_model)
     try:
         call.update_config(replace(call.config, language="en", partial_interval_ms=0))
@@ -456,7 +432,7 @@ async def test_a_personas_own_endpoint_is_not_asked_to_read_ahead(
     models: LocalInference, vad_model: SileroModel
 ) -> None:
     # given a call whose LLM is a persona's own endpoint (billed per request)
-    recorder = PromptRecorder(models)
+    recorder = RecordingInference(models)
     call = VoiceCall(fast_config(speak=False, embedded_llm=False), recorder, vad_model)
     try:
         # when it prepares for the caller's first turn

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from bench.bakery import FACTS, INSTRUCTIONS, declined
+from tests.support.inference import RecordingInference
 from voiceapp.engine.call import VoiceCall
 from voiceapp.engine.frames import (
     ErrorFrame,
@@ -141,27 +142,6 @@ async def test_a_looping_reply_is_cut_short(new_call: MakeCall) -> None:
     words = result.text.lower().replace(",", " ").replace(".", " ").split()
     assert words.count("no") <= 2, result.text
     assert result.usage["output_tokens"] < 120
-
-
-class RecordingInference:
-    """The real models; the prompts the LLM was sent are kept."""
-
-    def __init__(self, inner: LocalInference) -> None:
-        self.inner = inner
-        self.prompts: list[list[dict[str, str]]] = []
-
-    async def transcribe(self, audio: np.ndarray, language: str, model: str = "tiny.en"):  # type: ignore[no-untyped-def]
-        return await self.inner.transcribe(audio, language, model)
-
-    def generate(self, messages, options):  # type: ignore[no-untyped-def]
-        self.prompts.append([dict(m) for m in messages])
-        return self.inner.generate(messages, options)
-
-    def synthesize(self, text, voice):  # type: ignore[no-untyped-def]
-        return self.inner.synthesize(text, voice)
-
-    async def end_of_turn(self, text: str, previous_reply: str) -> float:
-        return await self.inner.end_of_turn(text, previous_reply)
 
 
 class FirstTranscriptFails:

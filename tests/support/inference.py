@@ -28,6 +28,16 @@ class RecordingInference:
         self.llm: list[LLMRequest] = []
         self.scored: list[tuple[str, str]] = []  # (caller's words, previous reply)
 
+    @property
+    def prompts(self) -> list[list[Message]]:
+        """The messages of each LLM request, oldest first."""
+        return [request.messages for request in self.llm]
+
+    @property
+    def max_tokens(self) -> list[int]:
+        """The token cap of each LLM request, oldest first."""
+        return [request.options.max_tokens for request in self.llm]
+
     async def transcribe(
         self, audio: np.ndarray, language: str, model: str = DEFAULT_ASR_MODEL
     ) -> Transcript:

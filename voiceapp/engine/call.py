@@ -25,7 +25,6 @@ cancels them all.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import time
 import uuid
@@ -109,8 +108,7 @@ class CallConfig:
     # persona's own (larger) LLM endpoint, which phrases the retrieved facts itself.
     direct_answers: bool = True
     # The LLM is the embedded one (False: a persona's own endpoint, which bills per
-    # request): only it is asked to read ahead (docs/ARCHITECTURE.md, read-ahead), and
-    # only it shares a worker's cores with the end-of-turn scorer (`_score_turn`).
+    # request): only it is asked to read ahead (readahead.py).
     embedded_llm: bool = True
     max_sentences: int = 3
     decline_text: str = DEFAULT_DECLINE
@@ -181,7 +179,6 @@ class VoiceCall:
             call_id=self.call_id,
         )
         self._transcribing = TaskOwner("transcribing")  # manual-mode turns in ASR
-        self._ids = itertools.count(1)
         self._closed = False
         # Input clock and the current user turn.
         self._chunks = 0

@@ -364,9 +364,9 @@ async def test_after_a_reply_the_models_read_what_the_next_turn_needs(
         assert await wait_until(scorer_read_the_reply, 10)
         assert recorder.scored[-1] == ("", reply)
         # and the LLM reads the trimmed prompt
-        assert call._warm_up is not None
+        assert call._read_ahead.llm_read is not None
         async with asyncio.timeout(30):
-            await call._warm_up
+            await call._read_ahead.llm_read
         # and then the next question
         call.add_message("user", "And on Sundays?")
         call.create_response()
@@ -397,9 +397,9 @@ async def test_a_call_reads_its_prompt_before_the_first_turn(
         call.update_config(replace(call.config, instructions=unique))
         # then the LLM reads the new prompt (one token, dropped), and the scorer its
         # opening prompt
-        assert call._warm_up is not None
+        assert call._read_ahead.llm_read is not None
         async with asyncio.timeout(30):
-            await call._warm_up
+            await call._read_ahead.llm_read
         assert recorder.max_tokens[-1] == 1
         warm = recorder.prompts[-1]
         assert unique in warm[0]["content"]
@@ -423,7 +423,7 @@ async def test_settings_that_keep_the_prompt_read_nothing(
     call = VoiceCall(fast_config(speak=False), recorder, vad_model)
     try:
         call.update_config(replace(call.config, language="en", partial_interval_ms=0))
-        assert call._warm_up is None and recorder.prompts == []
+        assert call._read_ahead.llm_read is None and recorder.prompts == []
     finally:
         await call.close()
 
@@ -439,7 +439,7 @@ async def test_a_personas_own_endpoint_is_not_asked_to_read_ahead(
         call.prepare()
         # then only the (embedded) end-of-turn scorer reads ahead, not the LLM
         assert await wait_until(lambda: ("", "") in recorder.scored, 10)
-        assert call._warm_up is None and recorder.prompts == []
+        assert call._read_ahead.llm_read is None and recorder.prompts == []
     finally:
         await call.close()
 

@@ -290,11 +290,6 @@ class VoiceCall:
         """
         self._read_ahead.opening()
 
-    @property
-    def _warm_up(self) -> asyncio.Task[None] | None:
-        """The LLM's latest read ahead, running or ended (tests wait for it)."""
-        return self._read_ahead.llm_read
-
     @staticmethod
     def _prompt_builder(config: CallConfig) -> PromptBuilder:
         return PromptBuilder(

@@ -169,7 +169,7 @@ class ReplySpeaker:
             index, samples = item
             for start in range(0, len(samples), step):
                 piece = samples[start : start + step]
-                await self._paced(response)
+                await self._paced(response, rate)
                 if not response.active:
                     return
                 if response.first_sent_at is None:
@@ -179,9 +179,9 @@ class ReplySpeaker:
                 response.sent_samples += len(piece)
                 self._out(TTSAudio(response.id, float_to_pcm16(piece), rate, index))
 
-    async def _paced(self, response: Response) -> None:
-        """Return when the next piece may go: not paused, at most `lead_ms` ahead."""
-        rate = self.settings.sample_rate
+    async def _paced(self, response: Response, rate: int) -> None:
+        """Return when the next piece may go: not paused, at most `lead_ms` ahead
+        (`rate`: the one the reply's audio was made at)."""
         lead_ms = self.settings.lead_ms
         while True:
             await response.playing.wait()

@@ -8,8 +8,6 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,14 +15,13 @@ from django.conf import settings
 from django.db import connection
 from django.test import Client
 
+from tests.support.live_server import LiveServer
 from tests.support.llm_server import LLMServer, llama_cpp_server
-from tests.support.processes import DAPHNE_ARGS, free_port, wait_for_log
+from tests.support.processes import DAPHNE_ARGS, ROOT, free_port, wait_for_log
+from tests.support.tenants import PASSWORD, Tenant
 from voiceapp.tenants.models import Membership, Organization, Role, User
 from voiceapp.tenants.onboarding import organization_onboard
 from voiceapp.tenants.services import secret_key_create
-
-PASSWORD = "correct-horse-battery-9"
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -58,35 +55,28 @@ def _clean_cache() -> None:
     cache.clear()
 
 
-# --- Real models and real audio, loaded once per test process (see tests/engine/conftest.py)
+# --- Real models and real audio, loaded once per test process (tests/support/models.py, clips.py)
 
 
 @pytest.fixture(scope="session")
 def models() -> Any:
-    from tests.engine.conftest import shared_models
+    from tests.support.models import shared_models
 
     return shared_models()
 
 
 @pytest.fixture(scope="session")
 def vad_model() -> Any:
-    from tests.engine.conftest import shared_vad
+    from tests.support.models import shared_vad
 
     return shared_vad()
 
 
 @pytest.fixture(scope="session")
 def clips(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from tests.engine.conftest import audio_set
+    from tests.support.clips import audio_set
 
     return audio_set(tmp_path_factory.mktemp("audio"))
-
-
-@dataclass
-class Tenant:
-    org: Organization
-    owner: User
-    client: Client
 
 
 @pytest.fixture
@@ -137,24 +127,6 @@ def secret_key_a(tenant_a: Tenant) -> str:
 
 # --- A live server in the production topology: daphne and a separate
 # inference worker process, on the test database and real Redis.
-
-
-@dataclass
-class LiveServer:
-    host: str
-    port: int
-    logs: Path | None = None  # web.log (daphne) and worker.log
-    media: Path | None = None  # the server's MEDIA_ROOT (call recordings)
-    spool: Path | None = None  # its CALL_RECORDING_SPOOL_DIR
-    pool: str = ""  # its CHANNELS_PREFIX: the name of its inference pool
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    @property
-    def ws_url(self) -> str:
-        return f"ws://{self.host}:{self.port}"
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ from django.test import Client
 
 from sessions.consumers import RealtimeConsumer
 from sessions.models import Call
-from tests.conftest import Tenant
+from tests.support.tenants import Tenant
 from voiceapp.clientip import client_ip, client_ip_from_scope
 from voiceapp.personas.models import Persona
 from voiceapp.tenants.models import PublishableKey

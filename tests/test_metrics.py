@@ -15,8 +15,8 @@ from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from sessions.models import Call
-from tests.conftest import Tenant
 from tests.support.calls import make_call
+from tests.support.tenants import Tenant
 from voiceapp.engine.devices import CPU_PROVIDER, CUDA_PROVIDER, DevicePlan
 from voiceapp.inference.capacity import Advert
 from voiceapp.personas.models import Persona

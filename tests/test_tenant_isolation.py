@@ -15,7 +15,7 @@ from django.urls import URLPattern, reverse
 from sessions.auth import CallGrant
 from sessions.models import Call
 from sessions.services import call_end, call_item_record, call_start, call_turn_record
-from tests.conftest import Tenant
+from tests.support.tenants import Tenant
 from voiceapp.api import urls as api_urls
 from voiceapp.dashboard import urls as dashboard_urls
 from voiceapp.personas.models import Persona, PersonaFact

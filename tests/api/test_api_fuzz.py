@@ -27,7 +27,7 @@ from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
 )
 
-from tests.conftest import Tenant
+from tests.support.tenants import Tenant
 from voiceapp.personas.models import PersonaFact
 from voiceapp.tenants.services import secret_key_create
 

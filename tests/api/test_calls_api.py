@@ -5,9 +5,9 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.conftest import Tenant
 from tests.support.api import Api, error_of
 from tests.support.calls import make_call
+from tests.support.tenants import Tenant
 from voiceapp.personas.models import Persona
 from voiceapp.personas.services import persona_create
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from tests.api.test_personas_api import Api, error_of
-from tests.conftest import Tenant
 from tests.support.llm_server import LLMServer
+from tests.support.tenants import Tenant
 from voiceapp.personas.models import Persona
 from voiceapp.tenants.models import LLMEndpoint
 from voiceapp.tenants.services import llm_endpoint_create, llm_endpoint_http_settings

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from tests.conftest import Tenant
 from tests.support.api import Api, error_of
+from tests.support.tenants import Tenant
 from voiceapp.personas.models import MAX_FACTS_PER_PERSONA, Persona, PersonaFact
 from voiceapp.personas.services import persona_fact_create
 

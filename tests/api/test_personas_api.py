@@ -5,8 +5,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from tests.conftest import Tenant
 from tests.support.api import Api, error_of
+from tests.support.tenants import Tenant
 from voiceapp.personas.models import Persona
 from voiceapp.tenants.models import SecretKey
 from voiceapp.tenants.services import secret_key_create, secret_key_revoke

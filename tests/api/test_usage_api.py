@@ -5,9 +5,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.utils import timezone
 
-from tests.conftest import Tenant
 from tests.support.api import Api, error_of
 from tests.support.calls import make_call
+from tests.support.tenants import Tenant
 from voiceapp.personas.models import Persona
 
 pytestmark = pytest.mark.django_db

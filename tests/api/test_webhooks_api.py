@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from standardwebhooks import Webhook
 
-from tests.conftest import Tenant
 from tests.support.api import Api, error_of
+from tests.support.tenants import Tenant
 from webhooks.models import WebhookEndpoint
 from webhooks.services import webhook_endpoint_secret
 from webhooks.signing import headers

@@ -8,8 +8,8 @@ import pytest
 from django.utils import timezone
 
 from sessions.models import Call
-from tests.conftest import Tenant
 from tests.support.stripe_server import FakeStripe, fake_stripe
+from tests.support.tenants import Tenant
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from billing.models import Invoice, Plan, Subscription, UsageRecord
 from billing.services import month_bounds, subscription_for, subscription_set_remaining
 from billing.tasks import close_periods
 from sessions.models import Call
-from tests.conftest import Tenant
+from tests.support.tenants import Tenant
 
 pytestmark = pytest.mark.django_db
 

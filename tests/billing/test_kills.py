@@ -21,7 +21,7 @@ from billing.models import Subscription, UsageRecord
 from billing.services import subscription_set_remaining
 from sessions.models import Call
 from sessions.services import calls_reconcile
-from tests.conftest import Tenant
+from tests.support.tenants import Tenant
 from voiceapp.tenants.services import secret_key_create
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.timeout(900)]

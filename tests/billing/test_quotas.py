@@ -24,8 +24,9 @@ from sessions.auth import AuthError, client_secret_create, grant_from_secret_key
 from sessions.consumers import RealtimeConsumer
 from sessions.models import Call
 from sessions.runner import start_realtime_session
-from tests.conftest import LiveServer, Tenant
 from tests.sessions.test_realtime_ws import of_type, raw_connect, wait_calls_ended
+from tests.support.live_server import LiveServer
+from tests.support.tenants import Tenant
 from tests.support.transports import ListTransport
 from voiceapp.personas.models import Persona
 from voiceapp.tenants.services import publishable_key_create, secret_key_create

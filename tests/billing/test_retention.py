@@ -18,7 +18,7 @@ from billing.services import month_bounds, subscription_for
 from billing.tasks import purge_expired_calls
 from sessions.models import Call, CallItem, CallTurn
 from sessions.services import call_end
-from tests.conftest import Tenant
+from tests.support.tenants import Tenant
 
 pytestmark = pytest.mark.django_db
 

@@ -36,7 +36,7 @@ from billing.services import (
 )
 from sessions.models import Call
 from sessions.services import call_end, call_usage_add, calls_reconcile
-from tests.conftest import Tenant
+from tests.support.tenants import Tenant
 from tests.support.webhook_receiver import webhook_receiver
 from voiceapp.tenants.services import secret_key_create
 from webhooks.services import webhook_endpoint_create

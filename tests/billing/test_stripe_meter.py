@@ -20,8 +20,8 @@ from billing.stripe_meter import usage_record_report
 from billing.tasks import stripe_report_unreported, stripe_report_usage
 from sessions.models import Call
 from sessions.services import call_end
-from tests.conftest import Tenant
 from tests.support.stripe_server import FakeStripe
+from tests.support.tenants import Tenant
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -11,8 +11,6 @@ import pytest
 
 from billing.models import UsageRecord
 from sessions.models import Call
-from tests.conftest import LiveServer, Tenant
-from tests.sessions.conftest import pcm24
 from tests.sessions.test_realtime_ws import (
     next_of,
     of_type,
@@ -20,6 +18,9 @@ from tests.sessions.test_realtime_ws import (
     speak_until_done,
     wait_calls_ended,
 )
+from tests.support.clips import pcm24
+from tests.support.live_server import LiveServer
+from tests.support.tenants import Tenant
 from voiceapp.personas.models import Persona
 from voiceapp.tenants.services import secret_key_create
 
@@ -45,7 +46,7 @@ class JsonSocket:
 def test_a_spoken_call_is_billed_with_its_asr_llm_and_tts_usage(
     voice_server: LiveServer, tenant_a: Tenant
 ) -> None:
-    from tests.engine.conftest import piper_clip
+    from tests.support.clips import piper_clip
 
     persona = Persona.objects.get(org=tenant_a.org, slug="assistant")
     persona.agent_speaks_first = False

@@ -14,7 +14,7 @@ from billing.invoices import invoice_close
 from billing.services import month_bounds, subscription_set_remaining
 from sessions.models import Call
 from sessions.services import calls_reconcile
-from tests.conftest import Tenant
+from tests.support.tenants import Tenant
 
 pytestmark = pytest.mark.django_db
 

@@ -6,8 +6,8 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from tests.conftest import Tenant
 from tests.support.calls import make_call
+from tests.support.tenants import Tenant
 from voiceapp.personas.models import Persona
 from voiceapp.personas.services import persona_create
 

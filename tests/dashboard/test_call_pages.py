@@ -12,9 +12,9 @@ from django.urls import reverse
 
 from sessions.models import Call
 from sessions.services import call_turn_record
-from tests.conftest import Tenant
 from tests.support.calls import make_call
 from tests.support.html import Element, parse
+from tests.support.tenants import Tenant
 from voiceapp.dashboard.charts import TURN_SPANS
 from voiceapp.personas.models import Persona
 from voiceapp.personas.services import persona_create

@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from tests.conftest import PASSWORD, Tenant
+from tests.support.tenants import PASSWORD, Tenant
 from voiceapp.personas.models import Voice
 
 pytestmark = pytest.mark.django_db

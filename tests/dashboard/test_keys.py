@@ -7,7 +7,7 @@ import re
 import pytest
 from django.urls import reverse
 
-from tests.conftest import Tenant
+from tests.support.tenants import Tenant
 from voiceapp.tenants.models import PublishableKey, SecretKey
 from voiceapp.tenants.services import publishable_key_create, secret_key_create
 

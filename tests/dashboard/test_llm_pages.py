@@ -9,9 +9,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from tests.conftest import Tenant
 from tests.dashboard.test_pages import persona_form
 from tests.support.llm_server import LLMServer, closed_port_url
+from tests.support.tenants import Tenant
 from voiceapp.personas.models import Persona
 from voiceapp.tenants.models import LLMEndpoint, Organization, Role, User
 from voiceapp.tenants.services import llm_endpoint_create, llm_endpoint_http_settings

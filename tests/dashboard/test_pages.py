@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from tests.conftest import Tenant
+from tests.support.tenants import Tenant
 from voiceapp.personas.models import Persona
 from voiceapp.personas.services import persona_create
 from voiceapp.tenants.models import PublishableKey, Role, SecretKey

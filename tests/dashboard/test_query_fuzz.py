@@ -12,7 +12,7 @@ from django.urls import reverse
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
-from tests.conftest import Tenant
+from tests.support.tenants import Tenant
 from voiceapp.tenants.services import publishable_key_create
 
 pytestmark = pytest.mark.django_db

@@ -11,7 +11,7 @@ from django.core import mail
 from django.test import Client
 from django.urls import reverse
 
-from tests.conftest import PASSWORD, Tenant
+from tests.support.tenants import PASSWORD, Tenant
 from voiceapp.tenants.models import Membership, Role, User
 from voiceapp.tenants.services import invitation_create, site_update_from_settings
 

@@ -10,7 +10,7 @@ from django.test import Client
 from django.urls import reverse
 from standardwebhooks import Webhook
 
-from tests.conftest import Tenant
+from tests.support.tenants import Tenant
 from tests.support.webhook_receiver import Receiver, webhook_receiver
 from voiceapp.tenants.models import Organization, User
 from webhooks.models import WebhookDelivery, WebhookEndpoint

@@ -10,9 +10,10 @@ import pytest
 from django.utils import timezone
 
 from sessions.realtime.recording import RATE
-from tests.conftest import PASSWORD, LiveServer, Tenant
 from tests.support.calls import make_call
+from tests.support.live_server import LiveServer
 from tests.support.recordings import record_audio
+from tests.support.tenants import PASSWORD, Tenant
 from voiceapp.personas.models import Persona
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
@@ -28,7 +29,7 @@ def test_a_transcript_line_seeks_the_recording(
 ) -> None:
     # given a recorded call in the live server's storage: the caller's line has no
     # mark (seek to when it was written), the agent's reply is marked at 3 s
-    from tests.engine.conftest import piper_clip
+    from tests.support.clips import piper_clip
     from voiceapp.engine.audio import resample
 
     settings.MEDIA_ROOT = voice_server.media

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from sessions.models import Call
-from tests.conftest import PASSWORD, LiveServer, Tenant
+from tests.support.live_server import LiveServer
+from tests.support.tenants import PASSWORD, Tenant
 from voiceapp.personas.models import Persona
 from voiceapp.personas.services import persona_create
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from sessions.models import Call, CallRecording
-from tests.conftest import LiveServer
+from tests.support.live_server import LiveServer
 from voiceapp.personas.models import Persona
 
 OWNER_PASSWORD = "sourdough-rises-at-dawn-42"

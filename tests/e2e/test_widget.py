@@ -16,7 +16,8 @@ import pytest
 
 from bench.pagehost import PageHost
 from sessions.models import Call, ClientSecret
-from tests.conftest import LiveServer, Tenant
+from tests.support.live_server import LiveServer
+from tests.support.tenants import Tenant
 from voiceapp.personas.models import Persona
 from voiceapp.tenants.services import publishable_key_create, publishable_key_revoke
 

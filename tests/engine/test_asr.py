@@ -1,10 +1,9 @@
 import numpy as np
 import pytest
 
+from tests.support.clips import Clip, words
 from voiceapp.engine.asr import collapse_repeats, hallucination_reason, looks_looped
 from voiceapp.engine.inference import LocalInference
-
-from .conftest import Clip, words
 
 
 @pytest.mark.parametrize(

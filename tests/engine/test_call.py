@@ -11,7 +11,10 @@ import numpy as np
 import pytest
 
 from bench.wer_clips import PAUSE_S, normalize, word_errors
+from tests.support.clips import Clip, espeak_clip, join, piper_clip, silence, words
+from tests.support.engine_calls import collect_until, fast_config, feed, wait_until
 from tests.support.inference import RecordingInference
+from tests.support.models import prompt_tokens
 from voiceapp.engine.asr import WhisperASR
 from voiceapp.engine.audio import AudioFormatError, float_to_pcm16, pcm16_to_float, resample
 from voiceapp.engine.call import VoiceCall
@@ -34,20 +37,6 @@ from voiceapp.engine.inference import LocalInference
 from voiceapp.engine.llm import LlamaLLM
 from voiceapp.engine.turns import TurnSettings
 from voiceapp.engine.vad import SileroModel
-
-from .conftest import (
-    Clip,
-    collect_until,
-    espeak_clip,
-    fast_config,
-    feed,
-    join,
-    piper_clip,
-    prompt_tokens,
-    silence,
-    wait_until,
-    words,
-)
 
 MakeCall = Callable[..., VoiceCall]
 

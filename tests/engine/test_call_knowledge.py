@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 from bench.bakery import FACTS, INSTRUCTIONS, declined
+from tests.support.clips import piper_clip, silence
+from tests.support.engine_calls import collect_until, fast_config, feed
 from tests.support.inference import RecordingInference
 from voiceapp.engine.call import VoiceCall
 from voiceapp.engine.frames import (
@@ -21,8 +23,6 @@ from voiceapp.engine.frames import (
 )
 from voiceapp.engine.guard import _foreign
 from voiceapp.engine.inference import InferenceError, LocalInference
-
-from .conftest import collect_until, fast_config, feed, piper_clip, silence
 
 MakeCall = Callable[..., VoiceCall]
 

@@ -13,6 +13,7 @@ from tests.support.llm_server import (
     scripted_sse_server,
     silent_server,
 )
+from tests.support.models import prompt_tokens
 from voiceapp.engine.inference import (
     EndpointInference,
     InferenceError,
@@ -22,8 +23,6 @@ from voiceapp.engine.inference import (
 )
 from voiceapp.engine.llm import HttpLLM, HttpLLMSettings, LlamaLLM, LLMOptions
 from voiceapp.engine.models import default_voice
-
-from .conftest import prompt_tokens
 
 
 def counting(n: int, delay: float = 0.0) -> Callable[[threading.Event], Iterator[int]]:

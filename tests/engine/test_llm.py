@@ -10,8 +10,8 @@ from dataclasses import replace
 import pytest
 from llama_cpp import Llama
 
-from tests.engine.conftest import prompt_tokens
 from tests.support.llm_server import scripted_sse_server
+from tests.support.models import prompt_tokens
 from voiceapp.engine.inference import LocalInference
 from voiceapp.engine.llm import (
     HttpLLM,

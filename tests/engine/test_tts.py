@@ -5,13 +5,12 @@ import numpy as np
 import onnxruntime
 import pytest
 
+from tests.support.clips import words
 from voiceapp.engine.audio import resample
 from voiceapp.engine.devices import CPU_PROVIDER, CUDA_PROVIDER
 from voiceapp.engine.inference import LocalInference
 from voiceapp.engine.models import default_voice
 from voiceapp.engine.tts import PiperTTS, speakable
-
-from .conftest import words
 
 
 def test_synthesized_speech_is_understood_by_asr(models: LocalInference) -> None:

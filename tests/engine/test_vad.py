@@ -1,9 +1,8 @@
 import numpy as np
 import pytest
 
+from tests.support.clips import Clip
 from voiceapp.engine.vad import CHUNK_SAMPLES, SileroModel, StreamingVAD
-
-from .conftest import Clip
 
 
 def speech_fraction(model: SileroModel, clip: Clip) -> float:

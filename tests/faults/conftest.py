@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 from django.db import connection
 
-from tests.conftest import Tenant
 from tests.support.faults import FaultStack, fault_stack
+from tests.support.tenants import Tenant
 from voiceapp.personas.models import Persona
 
 
@@ -41,7 +41,7 @@ def question_pcm() -> bytes:
     """“What is the capital of France?” spoken by Piper, as PCM16 24 kHz mono."""
     import numpy as np
 
-    from tests.engine.conftest import piper_clip
+    from tests.support.clips import piper_clip
     from voiceapp.engine.audio import resample
 
     clip = piper_clip("What is the capital of France?")

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from sessions.models import Call
-from tests.conftest import Tenant
 from tests.support.faults import (
     FaultStack,
     connect,
@@ -22,6 +21,7 @@ from tests.support.faults import (
     slot_counts,
     wait_calls_ended,
 )
+from tests.support.tenants import Tenant
 from voiceapp.inference.capacity import RedisPoolRegistry
 from voiceapp.personas.models import Persona
 

@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from sessions.models import Call
-from tests.conftest import Tenant
 from tests.support.faults import (
     FaultStack,
     busiest,
@@ -25,6 +24,7 @@ from tests.support.faults import (
     slot_counts,
     wait_calls_ended,
 )
+from tests.support.tenants import Tenant
 from voiceapp.personas.models import Persona
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(150), pytest.mark.slow]

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import pytest
 from channels_redis.core import RedisChannelLayer
 
-from tests.engine.conftest import Clip, words
+from tests.support.clips import Clip, words
 from voiceapp.engine.inference import InferenceError, collect
 from voiceapp.engine.llm import LLMOptions
 from voiceapp.engine.models import default_voice

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from channels.layers import InMemoryChannelLayer
 
-from tests.engine.conftest import Clip, words
+from tests.support.clips import Clip, words
 from voiceapp.engine.devices import cuda_devices
 from voiceapp.engine.inference import LocalInference
 from voiceapp.engine.knowledge import Fact

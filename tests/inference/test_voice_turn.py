@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
-from tests.engine.conftest import Clip, espeak_clip, words
 from tests.support.audio_files import dithered_silence, sox_wav
+from tests.support.clips import Clip, espeak_clip, words
 from voiceapp.engine.audio import VAD_RATE, read_wav, resample, write_wav
 from voiceapp.engine.inference import LocalInference
 from voiceapp.engine.turns import TurnSettings

@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 from channels_redis.core import RedisChannelLayer
 
-from tests.engine.conftest import Clip, prompt_tokens, wait_until, words
+from tests.support.clips import Clip, words
+from tests.support.engine_calls import wait_until
+from tests.support.models import prompt_tokens
 from voiceapp.engine.audio import resample
 from voiceapp.engine.inference import InferenceError, LocalInference, collect
 from voiceapp.engine.llm import LlamaLLM, LLMOptions

@@ -16,8 +16,8 @@ from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
 
-from tests.conftest import Tenant
 from tests.support.api import Api
+from tests.support.tenants import Tenant
 from voiceapp.personas.models import Voice
 from voiceapp.tenants.models import User
 

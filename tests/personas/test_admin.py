@@ -4,7 +4,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from tests.conftest import Tenant
+from tests.support.tenants import Tenant
 from voiceapp.personas.models import MAX_FACTS_PER_PERSONA, Persona, PersonaFact
 from voiceapp.personas.services import persona_create, persona_fact_create
 from voiceapp.tenants.models import Membership, Role, User

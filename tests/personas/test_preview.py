@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
-from tests.conftest import Tenant
+from tests.support.tenants import Tenant
 from voiceapp.personas.models import Voice
 from voiceapp.personas.services import voice_preview_request, voice_preview_state
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from django.http import Http404
 
-from tests.conftest import Tenant
+from tests.support.tenants import Tenant
 from voiceapp.inference.runtime import call_config_from_persona
 from voiceapp.personas.models import Persona
 from voiceapp.personas.selectors import (

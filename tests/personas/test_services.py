@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ValidationError
 
-from tests.conftest import Tenant
+from tests.support.tenants import Tenant
 from voiceapp.engine.knowledge import Fact
 from voiceapp.personas.models import MAX_FACTS_PER_PERSONA, Persona, PersonaFact
 from voiceapp.personas.services import (

@@ -24,7 +24,8 @@ from sessions.consumers import RealtimeConsumer
 from sessions.live import RedisLiveStore, live_store
 from sessions.models import Call
 from sessions.runner import start_realtime_session
-from tests.conftest import LiveServer, Tenant
+from tests.support.live_server import LiveServer
+from tests.support.tenants import Tenant
 from tests.support.transports import ListTransport
 from voiceapp.engine.inference import LocalInference
 from voiceapp.inference.capacity import (

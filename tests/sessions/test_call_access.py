@@ -24,7 +24,7 @@ from sessions.consumers import RealtimeConsumer
 from sessions.live import live_store
 from sessions.models import Call
 from sessions.runner import start_realtime_session
-from tests.conftest import Tenant
+from tests.support.tenants import Tenant
 from tests.support.transports import ListTransport
 from voiceapp.personas.models import Persona
 from voiceapp.tenants.models import PublishableKey, SecretKey

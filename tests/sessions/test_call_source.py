@@ -12,7 +12,7 @@ from django.urls import reverse
 from sessions.auth import CallGrant, grant_from_client_secret_sync, grant_from_secret_key_sync
 from sessions.models import Call
 from sessions.services import call_start
-from tests.conftest import Tenant
+from tests.support.tenants import Tenant
 from voiceapp.tenants.services import publishable_key_create, secret_key_create
 
 pytestmark = pytest.mark.django_db

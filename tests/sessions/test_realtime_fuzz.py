@@ -41,8 +41,9 @@ from hypothesis import HealthCheck, Phase, given, seed
 from hypothesis import settings as fuzz_settings
 from hypothesis import strategies as st
 
-from tests.conftest import LiveServer, Tenant
 from tests.sessions.test_realtime_ws import wait_calls_ended
+from tests.support.live_server import LiveServer
+from tests.support.tenants import Tenant
 from voiceapp.personas.models import Persona
 from voiceapp.tenants.services import secret_key_create
 

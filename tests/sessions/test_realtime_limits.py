@@ -26,7 +26,6 @@ from sessions.realtime.limits import (
 )
 from sessions.realtime.recorder import Usage
 from sessions.runner import start_realtime_session
-from tests.conftest import LiveServer, Tenant
 from tests.sessions.test_realtime_ws import (
     next_of,
     post_json,
@@ -34,6 +33,8 @@ from tests.sessions.test_realtime_ws import (
     wait_calls_ended,
 )
 from tests.sessions.test_runner import ListTransport, grant_for
+from tests.support.live_server import LiveServer
+from tests.support.tenants import Tenant
 from voiceapp.personas.models import Persona
 from voiceapp.tenants.services import publishable_key_create
 

@@ -21,7 +21,8 @@ from django.urls import reverse
 from openai import AsyncOpenAI
 
 from sessions.models import Call, CallItem, CallTurn
-from tests.conftest import LiveServer, Tenant
+from tests.support.live_server import LiveServer
+from tests.support.tenants import Tenant
 from voiceapp.engine.audio import resample
 from voiceapp.engine.g711 import alaw_decode, mulaw_encode
 from voiceapp.personas.models import Persona
@@ -58,7 +59,7 @@ async def stream_audio(
 
 
 async def transcribe_pcm24(pcm: bytes) -> str:
-    from tests.engine.conftest import shared_models
+    from tests.support.models import shared_models
     from voiceapp.engine.audio import resample
 
     samples = np.frombuffer(pcm, dtype="<i2").astype(np.float32) / 32768
@@ -817,8 +818,7 @@ def test_rejected_turn_gets_a_transcription_failed_event(
     tmp_path: Path,
 ) -> None:
     # given a caller who first makes a voiced sound with no words in it, then asks
-    from tests.engine.conftest import espeak_clip
-    from tests.sessions.conftest import pcm24
+    from tests.support.clips import espeak_clip, pcm24
 
     noise = espeak_clip("brrrrrrr pfff tsk tsk", tmp_path, "brr")
     sound = pcm24(noise.samples, noise.rate)

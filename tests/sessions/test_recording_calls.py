@@ -12,14 +12,15 @@ import numpy as np
 import pytest
 
 from sessions.models import Call, CallItem, CallRecording
-from tests.conftest import LiveServer, Tenant
 from tests.sessions.test_realtime_ws import (
     raw_connect,
     stream_audio,
     transcribe_pcm24,
     wait_calls_ended,
 )
+from tests.support.live_server import LiveServer
 from tests.support.recordings import decode
+from tests.support.tenants import Tenant
 from voiceapp.engine.audio import resample
 from voiceapp.personas.models import Persona
 

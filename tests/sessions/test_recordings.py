@@ -15,9 +15,9 @@ from django.utils import timezone
 from sessions.models import Call, CallRecording
 from sessions.realtime.recording import RATE
 from sessions.recordings import recordings_purge_expired
-from tests.conftest import Tenant
 from tests.support.calls import make_call
 from tests.support.recordings import decode, record_audio
+from tests.support.tenants import Tenant
 from voiceapp.engine.audio import resample
 from voiceapp.personas.models import Persona
 
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 @pytest.fixture(scope="module")
 def speech() -> tuple[np.ndarray, np.ndarray]:
     """A caller's question and the agent's answer, spoken by Piper, at 24 kHz."""
-    from tests.engine.conftest import piper_clip
+    from tests.support.clips import piper_clip
 
     question = piper_clip("What time do you open on Saturday?")
     answer = piper_clip("We open at nine in the morning on Saturdays.")

@@ -11,8 +11,8 @@ import pytest
 from sessions.auth import AuthError, CallGrant
 from sessions.models import Call
 from sessions.runner import start_realtime_session
-from tests.conftest import Tenant
 from tests.support.llm_server import LLMServer
+from tests.support.tenants import Tenant
 from tests.support.transports import ListTransport
 from voiceapp.engine.knowledge import Fact
 from voiceapp.personas.services import persona_fact_create, persona_update

@@ -5,8 +5,8 @@ from datetime import UTC, date, datetime, timedelta
 import pytest
 
 from sessions.selectors import DayUsage, PersonaUsage, usage_summary
-from tests.conftest import Tenant
 from tests.support.calls import make_call
+from tests.support.tenants import Tenant
 from voiceapp.personas.models import Persona
 from voiceapp.personas.services import persona_create, persona_delete
 

@@ -9,7 +9,7 @@ from sessions.auth import CallGrant
 from sessions.models import Call
 from sessions.services import call_end, call_start
 from sessions.tasks import reconcile_open_calls
-from tests.conftest import Tenant
+from tests.support.tenants import Tenant
 
 pytestmark = pytest.mark.django_db
 

@@ -15,7 +15,7 @@ from billing.services import subscription_set_remaining
 from sessions.auth import AuthError, grant_from_client_secret_sync
 from sessions.ice import ice_servers, turn_credentials
 from sessions.models import ClientSecret
-from tests.conftest import Tenant
+from tests.support.tenants import Tenant
 from voiceapp.personas.models import Persona
 from voiceapp.personas.services import persona_create
 from voiceapp.tenants.services import publishable_key_create, publishable_key_revoke

@@ -38,7 +38,7 @@ from bench.rtc import RATE, Client
 from sessions import webrtc
 from sessions.auth import client_secret_create
 from sessions.models import Call, ClientSecret
-from tests.conftest import LiveServer
+from tests.support.live_server import LiveServer
 from voiceapp.engine.audio import resample
 from voiceapp.personas.models import Persona
 
@@ -154,7 +154,7 @@ async def test_spoken_question_over_webrtc(
     client_peer: Client,
     question_pcm: bytes,
 ) -> None:
-    from tests.engine.conftest import shared_models
+    from tests.support.models import shared_models
 
     # given a caller with a client secret, and the persona greeting first
     secret = await sync_to_async(make_secret)()

@@ -1,5 +1,5 @@
-"""Starting the live server's processes in tests: daphne's arguments, a free port,
-and waiting for a process to say it is ready."""
+"""Starting the live server's processes in tests: the directory they run in,
+daphne's arguments, a free port, and waiting for a process to say it is ready."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent.parent  # the repository: manage.py's directory
 
 # As in ./dev and docker-compose.yml: daphne drops the connection on messages
 # over its limit, so it is set above ours (REALTIME_MAX_MESSAGE_BYTES), which

@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from tests.conftest import Tenant
+from tests.support.tenants import Tenant
 from voiceapp.tenants.models import LLMEndpoint, User
 from voiceapp.tenants.services import llm_endpoint_http_settings
 

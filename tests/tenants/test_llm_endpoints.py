@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ValidationError
 
-from tests.conftest import Tenant
 from tests.support.llm_server import LLMServer, closed_port_url, silent_server
+from tests.support.tenants import Tenant
 from voiceapp.personas.models import Persona
 from voiceapp.personas.selectors import persona_llm_endpoint
 from voiceapp.personas.services import persona_update

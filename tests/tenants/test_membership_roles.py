@@ -11,7 +11,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.test import Client
 from django.urls import reverse
 
-from tests.conftest import PASSWORD
+from tests.support.tenants import PASSWORD
 from voiceapp.tenants.models import Membership, Organization, Role, User
 from voiceapp.tenants.services import (
     membership_remove,

@@ -7,7 +7,7 @@ from django.core import mail
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.utils import timezone
 
-from tests.conftest import Tenant
+from tests.support.tenants import Tenant
 from voiceapp.tenants.models import Invitation, Membership, Role, SecretKey, User
 from voiceapp.tenants.services import (
     invitation_accept,

@@ -14,7 +14,7 @@ from sessions.auth import CallGrant
 from sessions.models import Call
 from sessions.services import call_end, call_item_record, call_start, call_turn_record
 from sessions.tasks import reconcile_open_calls
-from tests.conftest import Tenant
+from tests.support.tenants import Tenant
 from tests.support.webhook_receiver import Receiver
 from webhooks import tasks
 from webhooks.models import WebhookDelivery

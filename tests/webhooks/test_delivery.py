@@ -13,7 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 from standardwebhooks import Webhook
 
-from tests.conftest import Tenant
+from tests.support.tenants import Tenant
 from tests.support.webhook_receiver import Receiver
 from webhooks import services
 from webhooks.models import WebhookDelivery

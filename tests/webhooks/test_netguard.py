@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ValidationError
 
-from tests.conftest import Tenant
+from tests.support.tenants import Tenant
 from tests.support.webhook_receiver import Receiver
 from webhooks import netguard
 from webhooks.models import WebhookDelivery, WebhookEndpoint

@@ -10,8 +10,8 @@ import pytest
 from standardwebhooks import Webhook
 
 from sessions.runner import start_realtime_session
-from tests.conftest import Tenant
 from tests.sessions.test_runner import grant_for, wait_ended
+from tests.support.tenants import Tenant
 from tests.support.transports import ListTransport
 from tests.support.webhook_receiver import Receiver
 from webhooks.services import webhook_endpoint_create

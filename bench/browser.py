@@ -56,7 +56,7 @@ from .load import proc_cpu_s
 from .pagehost import CHROMIUM, PageHost, chromium_args, serve_pages
 from .questions import RATE as QUESTION_RATE
 from .questions import Question, load_questions
-from .topology import ROOT, Topology
+from .topology import ROOT, Topology, add_database_argument
 
 MIC_RATE = 48000
 PROBE = Path(__file__).with_name("browser_probe.js")
@@ -459,7 +459,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         (work / "pages").mkdir()
         (work / "server").mkdir()
         with (
-            Topology(work / "server", args.workers, topology_env()) as topo,
+            Topology(work / "server", args.workers, topology_env(), args.database) as topo,
             serve_pages(work / "pages") as host,
         ):
             topo.patch_persona(
@@ -494,7 +494,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     print(format_call(transport, calls[transport][-1]), flush=True)
             results = {t: transport_report(c) for t, c in calls.items()}
             await asyncio.sleep(2)  # the web process writes its call records in the background
-            records = call_records(work / "server" / "db.sqlite3")
+            records = topo.call_records()
     return {
         "mode": "browser",
         "machine": {
@@ -510,6 +510,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "gap_s": args.gap_s,
             "mic_seconds": round(mic.seconds, 2),
             "workers": args.workers,
+            "database": args.database,
         },
         "mic": mic.questions,
         "warm_up": warm_up,
@@ -517,37 +518,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "summary": summary(results),
         "call_records": records,
     }
-
-
-def call_records(db: Path) -> list[dict[str, Any]]:
-    """The server's records of the calls (oldest first): transport, ASR seconds billed,
-    and each turn's status and stored spans."""
-    import sqlite3
-
-    with contextlib.closing(sqlite3.connect(db)) as conn:
-        calls = conn.execute(
-            "SELECT id, transport, source, asr_seconds, duration_s, end_reason"
-            " FROM calls_call ORDER BY started_at"
-        ).fetchall()
-        out = []
-        for call_id, transport, source, asr_s, duration_s, end_reason in calls:
-            turns = conn.execute(
-                "SELECT status, at_s, spans FROM calls_callturn WHERE call_id = ? ORDER BY at_s",
-                (call_id,),
-            ).fetchall()
-            out.append(
-                {
-                    "transport": transport,
-                    "source": source,
-                    "asr_seconds": asr_s,
-                    "duration_s": duration_s,
-                    "end_reason": end_reason,
-                    "turns": [
-                        {"status": st, "at_s": at, "spans": json.loads(sp)} for st, at, sp in turns
-                    ],
-                }
-            )
-    return out
 
 
 def publishable_key(topo: Topology, host: PageHost) -> str:
@@ -622,6 +592,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--lead-s", type=float, default=3.0, help="silence before the first question")
     p.add_argument("--gap-s", type=float, default=9.0, help="silence after each question")
     p.add_argument("--workers", type=int, default=1, help="inference worker processes")
+    add_database_argument(p)
     return p
 
 

@@ -5,7 +5,8 @@
     .venv/bin/python -m bench.load --steps 2,4,8 --keep-going  # the default pool: refusals
 
 Runs the production topology on this machine (bench/topology.py: daphne and a
-separate `manage.py inference_worker` on Redis, a throwaway SQLite database),
+separate `manage.py inference_worker` on Redis, a throwaway Postgres database;
+`--database sqlite` for a SQLite file),
 then steps the number of simultaneous callers N = 1, 2, 3, ... up to `--max`.
 At each step N callers start (a `--stagger-s` apart), alternating between the
 stock `openai` SDK over `/v1/realtime` and an aiortc peer over
@@ -52,7 +53,7 @@ from .questions import RATE as WS_RATE
 from .questions import Question, load_questions
 from .rtc import FRAME, Client, loopback_only
 from .rtc import RATE as RTC_RATE
-from .topology import ROOT, Topology
+from .topology import ROOT, Topology, add_database_argument
 from .ws import LOUD, ask
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -563,7 +564,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     load_before = os.getloadavg()
     with (
         tempfile.TemporaryDirectory() as tmp,
-        Topology(Path(tmp), args.workers, topology_env(args)) as topo,
+        Topology(Path(tmp), args.workers, topology_env(args), args.database) as topo,
     ):
         devices = await topo.worker_devices()
         idle = await idle_figures(topo, args.idle_s)
@@ -590,6 +591,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "max_calls": args.max_calls,
             "wait_budget_ms": args.wait_budget_ms,
             "workers": args.workers,
+            "database": args.database,
             "transports": args.transports.split(","),
             "questions_per_caller": args.questions,
             "budget_ms": args.budget_ms,
@@ -694,6 +696,7 @@ def parser() -> argparse.ArgumentParser:
         "large: admission effectively off)",
     )
     p.add_argument("--workers", type=int, default=1, help="inference worker processes")
+    add_database_argument(p)
     p.add_argument("--questions", type=int, default=3, help="questions each caller asks")
     p.add_argument("--transports", default="websocket,webrtc", help="callers cycle through these")
     p.add_argument("--budget-ms", type=float, default=900.0, help="v2v p95 budget of the knee")

@@ -1,8 +1,11 @@
 """The production topology on this machine, for benchmarks that are clients.
 
 daphne and separate `manage.py inference_worker` processes on Redis (REDIS_URL,
-default the local one), a throwaway SQLite database in `workdir` holding one
-org, its persona and a secret key. Used by bench.ws, bench.wer, bench.load and bench.browser.
+default the local one) and a throwaway database holding one org, its persona and
+a secret key. The database is a fresh Postgres database on the server that
+BENCH_DATABASE_URL (else DATABASE_URL, else the local one) names, dropped on exit;
+`database="sqlite"` puts a SQLite file in `workdir` instead (the embedded
+default's). Used by bench.ws, bench.wer, bench.load and bench.browser.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ import time
 import urllib.request
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -47,13 +51,89 @@ def _wait_line(path: Path, marker: str, proc: subprocess.Popen[bytes], timeout_s
         time.sleep(0.2)
 
 
+Database = Literal["postgres", "sqlite"]
+DATABASES: tuple[Database, ...] = ("postgres", "sqlite")
+LOCAL_POSTGRES = "postgres://postgres@127.0.0.1:5432/postgres"
+
+
+class ThrowawayPostgres:
+    """A database of its own on a Postgres server, created on entry and dropped
+    (connections and all) on exit. `url` is what DATABASE_URL gets."""
+
+    def __init__(self, server_url: str) -> None:
+        parts = urlsplit(server_url)
+        self.name = f"bench_{uuid.uuid4().hex[:12]}"
+        self._admin = urlunsplit(parts._replace(path="/postgres"))
+        self.url = urlunsplit(parts._replace(path=f"/{self.name}"))
+        self.created = False
+
+    def _execute(self, sql: str) -> None:
+        import psycopg
+
+        with psycopg.connect(self._admin, autocommit=True, connect_timeout=10) as conn:
+            conn.execute(sql)
+
+    def create(self) -> None:
+        self._execute(f'CREATE DATABASE "{self.name}"')
+        self.created = True
+
+    def drop(self) -> None:
+        if self.created:
+            self._execute(f'DROP DATABASE "{self.name}" WITH (FORCE)')
+            self.created = False
+
+
+def add_database_argument(parser: Any) -> None:
+    """`--database postgres|sqlite` on a bench's command line (postgres by default)."""
+    parser.add_argument(
+        "--database",
+        choices=DATABASES,
+        default="postgres",
+        help="the web process's database: a throwaway Postgres database (production)"
+        " or a SQLite file (the embedded default)",
+    )
+
+
+def postgres_server() -> str:
+    return os.environ.get("BENCH_DATABASE_URL") or os.environ.get("DATABASE_URL") or LOCAL_POSTGRES
+
+
+_CALL_RECORDS = """
+import json
+from sessions.models import Call
+out = [
+    {
+        "transport": c.transport,
+        "source": c.source,
+        "asr_seconds": c.asr_seconds,
+        "duration_s": c.duration_s,
+        "end_reason": c.end_reason,
+        "turns": [
+            {"status": t.status, "at_s": t.at_s, "spans": t.spans}
+            for t in c.turns.all()
+        ],
+    }
+    for c in Call.objects.order_by("started_at").prefetch_related("turns")
+]
+print(json.dumps(out, default=str))
+"""
+
+
 class Topology:
     """daphne + inference worker processes, torn down on exit.
 
     `env` adds to (and overrides) the settings the processes run with."""
 
-    def __init__(self, workdir: Path, workers: int, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        workers: int,
+        env: dict[str, str] | None = None,
+        database: Database = "postgres",
+    ) -> None:
         self.workdir = workdir
+        self.database = database
+        self._postgres = ThrowawayPostgres(postgres_server()) if database == "postgres" else None
         self.port = _free_port()
         self.env = {
             **os.environ,
@@ -71,6 +151,8 @@ class Topology:
             **(env or {}),
         }
         self.env.pop("DATABASE_URL", None)
+        if self._postgres is not None:
+            self.env["DATABASE_URL"] = self._postgres.url
         self.workers = workers
         self.worker_procs: list[subprocess.Popen[bytes]] = []
         self.web: subprocess.Popen[bytes] | None = None
@@ -109,6 +191,8 @@ class Topology:
         return self
 
     def _start(self) -> None:
+        if self._postgres is not None:
+            self._postgres.create()
         _manage(self.env, "migrate", "--noinput", "-v0")
         _manage(self.env, "sync_voices")
         org = json.loads(
@@ -163,6 +247,11 @@ class Topology:
         """Run a manage.py command against this topology's database; its stdout."""
         return _manage(self.env, *args)
 
+    def call_records(self) -> list[dict[str, Any]]:
+        """The server's records of the calls (oldest first): transport, source, ASR
+        seconds billed, duration, end reason, and each turn's status, time and spans."""
+        return list(json.loads(_manage(self.env, "shell", "-c", _CALL_RECORDS)))
+
     def _quiet_persona(self) -> None:
         """The bench measures answers, not greetings."""
         self.patch_persona({"agent_speaks_first": False, "max_reply_tokens": 60})
@@ -186,3 +275,6 @@ class Topology:
                 proc.wait(10)
             except subprocess.TimeoutExpired:
                 proc.kill()
+                proc.wait()
+        if self._postgres is not None:
+            self._postgres.drop()

@@ -5,7 +5,8 @@
 
 Runs the production topology on this machine: daphne and a separate
 `manage.py inference_worker` on Redis (REDIS_URL, default the local one), a
-throwaway SQLite database for the org, persona and key. Then the stock
+throwaway Postgres database for the org, persona and key (`--database sqlite`:
+a SQLite file, as the embedded default has). Then the stock
 `openai` SDK streams the benchmark's spoken questions in real time (20 ms
 chunks of 24 kHz PCM16) and times, on the client's clock, the moment the last
 voiced sample was sent to the arrival of the first `response.output_audio.delta`.
@@ -34,7 +35,7 @@ from voiceapp.engine.tracing import SPAN_NAMES
 
 from .latency import save_report, stats
 from .questions import RATE, Question, load_questions, unseen_voice_questions
-from .topology import ROOT, Topology
+from .topology import ROOT, Topology, add_database_argument
 
 CHUNK_S = 0.02
 
@@ -149,7 +150,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     questions = load_questions(ROOT / "bench" / ".cache")
     if args.voices == "wide":
         questions += unseen_voice_questions(ROOT / "bench" / ".cache" / "wer")
-    with tempfile.TemporaryDirectory() as tmp, Topology(Path(tmp), args.workers) as topo:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        Topology(Path(tmp), args.workers, database=args.database) as topo,
+    ):
         base = f"http://127.0.0.1:{topo.port}/v1"
         devices = await topo.worker_devices()
         print(f"one call: {len(questions) * args.repeat} questions", flush=True)
@@ -163,6 +167,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "mode": "websocket",
         "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
         "workers": args.workers,
+        "database": args.database,
         "voices": args.voices,
         # where each worker's models ran, from the worker's own capacity advert
         "devices": devices,
@@ -179,6 +184,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=2, help="passes over the questions")
     parser.add_argument("--concurrent", type=int, default=2, help="calls at once, second phase")
     parser.add_argument("--workers", type=int, default=1, help="inference worker processes")
+    add_database_argument(parser)
     parser.add_argument(
         "--voices",
         choices=["default", "wide"],

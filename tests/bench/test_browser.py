@@ -48,6 +48,14 @@ async def test_one_question_per_transport_is_answered_audibly_and_timed() -> Non
     jitter = report["transports"]["webrtc"]["calls"][0]["jitter"]
     assert positive(jitter["jitter_buffer_ms"]) and jitter["samples_emitted"] > 0, jitter
     assert isinstance(report["summary"]["webrtc_minus_websocket_p50_ms"], float)
+    # and the server recorded both calls, with their turns, in its Postgres database
+    assert report["config"]["database"] == "postgres"
+    records = report["call_records"]
+    # (the first is the warm-up call, over the widget's default transport)
+    assert [r["transport"] for r in records] == ["webrtc", *report["config"]["order"]], records
+    for record in records:
+        assert record["source"] == "widget" and record["asr_seconds"] > 0, record
+        assert any(t["status"] == "completed" for t in record["turns"]), record
 
 
 def test_turns_pair_each_question_with_the_first_reply_after_it() -> None:

@@ -35,6 +35,7 @@ async def test_a_ramp_of_one_and_two_callers_reports_each_figure() -> None:
 
     # then each step has a v2v measured on the client's clock, per transport
     one, two = report["steps"]
+    assert report["config"]["database"] == "postgres"  # the production topology's
     assert (one["calls"], two["calls"]) == (1, 2)
     assert set(two["by_transport"]) == {"websocket", "webrtc"}
     for step in (one, two):

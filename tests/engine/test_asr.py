@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from tests.support.clips import Clip, words
+from tests.support.clips import Clip, piper_clip, words
 from voiceapp.engine.asr import collapse_repeats, hallucination_reason, looks_looped
 from voiceapp.engine.inference import LocalInference
 
@@ -23,6 +23,20 @@ def test_spoken_question_is_transcribed(
     # then the key words are there
     assert expected <= words(result.text), result
     assert result.rejected is None
+
+
+def test_a_long_question_is_read_to_its_last_word(models: LocalInference) -> None:
+    # given a long question (about 24 tokens in 5.2 s of speech): read with the
+    # decode cap passed to CTranslate2 as the text-token budget itself, tiny.en
+    # stopped at "... because I no longer use the"
+    clip = piper_clip(
+        "I would like to know how I can change the email address on my account, "
+        "because I no longer use the old one."
+    )
+    # when transcribed
+    result = models.asr.transcribe(clip.at(16000), "en")
+    # then the reading goes on to the end of the speech
+    assert result.text.rstrip(".").lower().endswith("the old one"), result
 
 
 @pytest.mark.parametrize("name", ["silence", "noise", "music", "clicks"])
@@ -67,7 +81,13 @@ def test_collapse_repeats_drops_a_restart_cut_inside_a_word() -> None:
 def test_loops_are_recognised() -> None:
     assert looks_looped("6, 7, 8, 9, 10, 10, 6, 7, 8")
     assert looks_looped("6, 7, 8, 9, 10, 10, 10, 10, 10")
+    # a loop whose period drifts: read with twice the tokens it used to be allowed
+    assert looks_looped("6, 7, 8, 9, 10, 6, 7, 8, 9, 10, 10, 6, 7, 8, 9, 10, 10, 6,")
     assert not looks_looped("1, 2, 3, 4, 5.")
+    assert not looks_looped(
+        "I would like to know how I can change the email address on my account, "
+        "because I no longer use the old one, and the old one is closed."
+    )
     assert not looks_looped("Can you book a table for two people at eight?")
 
 

@@ -250,7 +250,8 @@ class Topology:
     def call_records(self) -> list[dict[str, Any]]:
         """The server's records of the calls (oldest first): transport, source, ASR
         seconds billed, duration, end reason, and each turn's status, time and spans."""
-        return list(json.loads(_manage(self.env, "shell", "-c", _CALL_RECORDS)))
+        out = _manage(self.env, "shell", "--no-imports", "-c", _CALL_RECORDS)
+        return list(json.loads(out.strip().splitlines()[-1]))  # the script prints one line
 
     def _quiet_persona(self) -> None:
         """The bench measures answers, not greetings."""

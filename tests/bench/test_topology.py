@@ -5,11 +5,12 @@ something is still connected to it."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import psycopg
 import pytest
 
-from bench.topology import ThrowawayPostgres, postgres_server
+from bench.topology import ThrowawayPostgres, Topology, postgres_server
 
 SERVER = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/voiceapp")
 
@@ -60,3 +61,16 @@ def test_the_server_is_the_benchs_own_then_the_suites(monkeypatch: pytest.Monkey
     db = ThrowawayPostgres(postgres_server())
     assert db._admin == "postgres://a@db.example:5432/postgres"
     assert db.url == f"postgres://a@db.example:5432/{db.name}"
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(120)
+def test_a_topology_reads_its_call_records_from_its_own_database(tmp_path: Path) -> None:
+    # given a topology (daphne, no worker) on its throwaway database
+    with Topology(tmp_path, 0) as topo:
+        name = topo.env["DATABASE_URL"].rsplit("/", 1)[1]
+        assert name.startswith("bench_") and name in databases()
+        # when its call records are read (none yet): the ORM's answer, parsed
+        assert topo.call_records() == []
+    # then the database went with it
+    assert name not in databases()

@@ -58,6 +58,10 @@ def test_hallucination_filter() -> None:
     assert hallucination_reason("Thank you.", 0.05, -0.2) is None  # a real "thank you"
     assert hallucination_reason("...", 0.1, -0.1) == "empty"
     assert hallucination_reason("the the the the the the the the", 0.1, -0.3) == "repetition"
+    # a loop inside other words: a voiced noise read with the full window
+    noise = "Be all all all all all all all all all be FFF took took"
+    assert hallucination_reason(noise, 0.25, -0.95) == "repetition"
+    assert hallucination_reason("No, no, no, I said the blue one.", 0.1, -0.3) is None
     assert hallucination_reason("Book a table for two.", 0.9, -1.2) is not None
     assert hallucination_reason("Book a table for two.", 0.1, -0.3) is None
 

@@ -180,6 +180,18 @@ def looks_looped(text: str) -> bool:
     return False
 
 
+# A word said this many times in a row is a decoding loop, not speech ("no, no, no" is).
+_MAX_WORD_RUN = 5
+
+
+def _longest_run(words: list[str]) -> int:
+    longest = run = 0
+    for i, word in enumerate(words):
+        run = run + 1 if i and word == words[i - 1] else 1
+        longest = max(longest, run)
+    return longest
+
+
 def hallucination_reason(text: str, no_speech_prob: float, avg_logprob: float) -> str | None:
     """Why a decoded text should be discarded, or None to keep it."""
     norm = _normalise(text)
@@ -193,6 +205,8 @@ def hallucination_reason(text: str, no_speech_prob: float, avg_logprob: float) -
         return "hallucination"
     words = norm.split()
     if len(words) >= 6 and len(set(words)) <= len(words) // 4:
+        return "repetition"
+    if _longest_run(words) >= _MAX_WORD_RUN:  # "be all all all all all all all all be FFF"
         return "repetition"
     return None
 

@@ -132,7 +132,6 @@ class Topology:
         database: Database = "postgres",
     ) -> None:
         self.workdir = workdir
-        self.database = database
         self._postgres = ThrowawayPostgres(postgres_server()) if database == "postgres" else None
         self.port = _free_port()
         self.env = {

@@ -79,6 +79,15 @@ def clips(tmp_path_factory: pytest.TempPathFactory) -> Any:
     return audio_set(tmp_path_factory.mktemp("audio"))
 
 
+@pytest.fixture(scope="session")
+def question_pcm() -> bytes:
+    """“What is the capital of France?” spoken by Piper, as PCM16 24 kHz mono."""
+    from tests.support.clips import pcm24, piper_clip
+
+    clip = piper_clip("What is the capital of France?")
+    return pcm24(clip.samples, clip.rate)
+
+
 @pytest.fixture
 def make_tenant(db: None) -> Callable[..., Tenant]:
     made = 0

@@ -34,16 +34,3 @@ def quiet_persona(tenant_a: Tenant) -> Persona:
     persona.instructions = "You are a helpful assistant. Answer in one short sentence."
     persona.save()
     return persona
-
-
-@pytest.fixture(scope="session")
-def question_pcm() -> bytes:
-    """“What is the capital of France?” spoken by Piper, as PCM16 24 kHz mono."""
-    import numpy as np
-
-    from tests.support.clips import piper_clip
-    from voiceapp.engine.audio import resample
-
-    clip = piper_clip("What is the capital of France?")
-    mono = resample(clip.samples, clip.rate, 24000)
-    return (np.clip(mono, -1, 1) * 32767).astype("<i2").tobytes()

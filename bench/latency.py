@@ -60,7 +60,7 @@ def bench_config(*, sequential: bool) -> CallConfig:
         voice=default_voice(),
         instructions=INSTRUCTIONS,
         llm=LLMOptions(max_tokens=60, temperature=0.0),
-        turns=TurnSettings(end_of_turn_ms=500, complete_end_of_turn_ms=250),
+        turns=TurnSettings().with_silence(500),
         speculative=not sequential,
         sequential=sequential,
     )
@@ -365,7 +365,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "questions": [{"name": q.name, "voice": q.voice, "text": q.text} for q in questions],
             "config": {
                 "end_of_turn_ms": 500,
-                "complete_end_of_turn_ms": 250,
+                "complete_end_of_turn_ms": TurnSettings().with_silence(500).complete_end_of_turn_ms,
                 "pause_ms": TurnSettings().pause_ms,
                 "max_tokens": 60,
                 "temperature": 0.0,

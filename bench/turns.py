@@ -163,12 +163,15 @@ MODES = ("before", "two-bands", "after")
 
 
 def turn_config(mode: str) -> CallConfig:
-    """The latency benchmark's turn-taking: 500 ms end of turn, 250 ms after a finished one."""
-    turns = TurnSettings(
-        end_of_turn_ms=500,
-        complete_end_of_turn_ms=250,
+    """The default persona's turn-taking: 500 ms end of turn, and the product's wait after
+    a finished one (a mode "after:250" waits 250 ms after a finished one instead)."""
+    mode, _, finished_ms = mode.partition(":")
+    turns = replace(
+        TurnSettings().with_silence(500),
         hint_source="punctuation" if mode == "before" else "eou",
     )
+    if finished_ms:
+        turns = replace(turns, complete_end_of_turn_ms=int(finished_ms))
     if mode == "two-bands":
         turns = replace(turns, eou_unfinished_threshold=turns.eou_threshold)
     return CallConfig(
@@ -399,7 +402,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "pauses_ms": PAUSES_MS,
             "count_pauses_ms": COUNT_PAUSES_MS,
             "finished": FINISHED,
-            "config": {"end_of_turn_ms": 500, "complete_end_of_turn_ms": 250},
+            "config": {
+                "end_of_turn_ms": 500,
+                "complete_end_of_turn_ms": {
+                    m: turn_config(m).turns.complete_end_of_turn_ms for m in modes
+                },
+            },
         },
         "summary": summary,
         "turns": turns,
@@ -438,7 +446,11 @@ def print_tables(summary: dict[str, Any], modes: tuple[str, ...]) -> None:
 
 
 def _modes(value: str) -> str:
-    unknown = [m for m in value.split(",") if m not in MODES]
+    unknown = [
+        m
+        for m in value.split(",")
+        if m.partition(":")[0] not in MODES or not (m.partition(":")[2] or "0").isdigit()
+    ]
     if unknown or not value:
         raise argparse.ArgumentTypeError(f"modes are {', '.join(MODES)}; not {unknown or value!r}")
     return value
@@ -452,7 +464,8 @@ def main(argv: list[str] | None = None) -> None:
         "--modes",
         default="before,after",
         type=_modes,
-        help=f"comma-separated, of {', '.join(MODES)} (default: before,after)",
+        help=f"comma-separated, of {', '.join(MODES)}, each with an optional ':MS', the "
+        "wait after a finished turn (default: the product's for 500 ms); default: before,after",
     )
     report = asyncio.run(run(parser.parse_args(argv)))
     save_report(report, "turns", "turns-latest.json")

@@ -99,7 +99,7 @@ def live_config(asr_model: str) -> CallConfig:
         voice=default_voice(),
         instructions=INSTRUCTIONS,
         llm=LLMOptions(max_tokens=40, temperature=0.0),
-        turns=TurnSettings(end_of_turn_ms=500, complete_end_of_turn_ms=250),
+        turns=TurnSettings().with_silence(500),
     )
 
 

@@ -316,13 +316,7 @@ def to_call_config(
     if not settings.turn_detection_on:
         return replace(cfg, create_response=False)
     vad = settings.vad
-    eot = vad.end_of_turn_ms()
-    turns = replace(
-        cfg.turns,
-        end_of_turn_ms=eot,
-        complete_end_of_turn_ms=min(eot, max(160, eot // 2)),
-        incomplete_end_of_turn_ms=min(3000, max(eot, eot * 2)),
-    )
+    turns = cfg.turns.with_silence(vad.end_of_turn_ms())
     if vad.type == "server_vad":
         turns = replace(turns, threshold=float(vad.threshold))
         cfg = replace(cfg, prefix_padding_ms=vad.prefix_padding_ms)

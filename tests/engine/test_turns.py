@@ -89,6 +89,33 @@ def test_complete_sentence_hint_shortens_the_wait() -> None:
     assert event is not None and event.kind is TurnEventKind.END_OF_TURN
 
 
+@pytest.mark.parametrize(
+    ("silence_ms", "finished_ms", "unfinished_ms"),
+    [(500, 400, 1000), (100, 100, 200), (180, 160, 360), (2000, 1600, 3000)],
+)
+def test_a_personas_silence_sets_the_three_waits(
+    silence_ms: int, finished_ms: int, unfinished_ms: int
+) -> None:
+    turns = TurnSettings(threshold=0.7).with_silence(silence_ms)
+    assert (turns.end_of_turn_ms, turns.complete_end_of_turn_ms) == (silence_ms, finished_ms)
+    assert turns.incomplete_end_of_turn_ms == unfinished_ms
+    assert turns.threshold == 0.7
+
+
+def test_a_comma_pause_after_a_finished_clause_does_not_end_the_default_turn() -> None:
+    # given the default persona's 500 ms silence, and a clause that reads as finished
+    settings = TurnSettings().with_silence(500)
+    detector = TurnDetector(settings)
+    run(detector, chunks(1600, 0.9) + chunks(224, 0.0))
+    detector.set_hint(settings.wait_ms(True))
+    # when the speaker pauses 350 ms at the comma and goes on
+    events = run(detector, chunks(128, 0.0) + chunks(640, 0.9) + chunks(640, 0.0))
+    # then it is one turn, ended once, after the second clause
+    kinds = [k for k, _ in events]
+    assert kinds.count(TurnEventKind.END_OF_TURN) == 1
+    assert kinds.index(TurnEventKind.RESUMED) < kinds.index(TurnEventKind.END_OF_TURN)
+
+
 def test_unfinished_phrase_hint_lengthens_the_wait() -> None:
     # given a paused turn whose transcript ends in "of"
     detector = TurnDetector(SETTINGS)

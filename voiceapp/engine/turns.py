@@ -27,7 +27,7 @@ from __future__ import annotations
 import enum
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .vad import CHUNK_MS
 
@@ -77,6 +77,22 @@ class TurnSettings:
         if complete is False:
             return max(self.end_of_turn_ms, self.incomplete_end_of_turn_ms)
         return self.end_of_turn_ms
+
+    def with_silence(self, end_of_turn_ms: int) -> TurnSettings:
+        """These settings for a persona's (or a session's) end-of-turn silence `eot`.
+
+        A finished turn ends after 4/5 of it (at least 160 ms): with the default 500
+        ms that is 400 ms, past the 300-350 ms a speaker pauses at a comma after a
+        clause that reads as finished ("... the email address on my account, because
+        ..."). An unfinished one waits twice `eot`, up to 3 s.
+        """
+        eot = end_of_turn_ms
+        return replace(
+            self,
+            end_of_turn_ms=eot,
+            complete_end_of_turn_ms=min(eot, max(160, eot * 4 // 5)),
+            incomplete_end_of_turn_ms=min(3000, max(eot, eot * 2)),
+        )
 
 
 _INCOMPLETE_ENDINGS = {

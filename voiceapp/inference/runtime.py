@@ -190,12 +190,7 @@ def call_config_from_persona(
             model=persona.llm_model,
             backend=persona.llm_backend,
         ),
-        turns=TurnSettings(
-            threshold=float(persona.vad_threshold),
-            end_of_turn_ms=eot,
-            complete_end_of_turn_ms=min(eot, max(160, eot // 2)),
-            incomplete_end_of_turn_ms=min(3000, max(eot, eot * 2)),
-        ),
+        turns=TurnSettings(threshold=float(persona.vad_threshold)).with_silence(eot),
         interruptions_enabled=bool(persona.interruptions_enabled),
         output_sample_rate=output_sample_rate,
         direct_answers=not own_llm,

@@ -30,6 +30,8 @@ ROOT = Path(__file__).resolve().parents[2]
 CALLS = 100
 PARALLEL = 3
 START_SECONDS = 10_000_000
+# the call processes' database sessions carry this name (libpq reads PGAPPNAME)
+APP_NAME = "billing-kill-test"
 
 
 def _env() -> dict[str, str]:
@@ -43,7 +45,24 @@ def _env() -> dict[str, str]:
         "INFERENCE_EMBEDDED": "0",
         "ORG_MAX_CONCURRENT_CALLS": "50",
         "PYTHONUNBUFFERED": "1",
+        "PGAPPNAME": APP_NAME,
     }
+
+
+def _wait_for_their_sessions_to_end(timeout_s: float = 20.0) -> int:
+    """How many of the killed processes' database sessions are still there
+    after waiting: a COMMIT sent just before the SIGKILL is still applied by
+    its server process, after the client is gone."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", [APP_NAME]
+            )
+            (left,) = cursor.fetchone()
+        if left == 0 or time.monotonic() > deadline:
+            return int(left)
+        time.sleep(0.1)
 
 
 def test_100_calls_with_random_kills_are_each_billed_once(tenant_a: Tenant) -> None:
@@ -95,7 +114,9 @@ def test_100_calls_with_random_kills_are_each_billed_once(tenant_a: Tenant) -> N
     for thread in threads:
         thread.join(800)
 
-    # every process is dead; the reconciliation closes what they left open
+    # every process is dead, and so are their database sessions (with what
+    # they had sent); the reconciliation closes what they left open
+    assert _wait_for_their_sessions_to_end() == 0
     open_before = Call.objects.filter(ended_at=None).count()
     time.sleep(0.2)
     reconciled = calls_reconcile(stale_after_s=0)

@@ -19,6 +19,7 @@ from tests.support.live_server import LiveServer
 from tests.support.llm_server import LLMServer, llama_cpp_server
 from tests.support.processes import DAPHNE_ARGS, ROOT, free_port, wait_for_log
 from tests.support.tenants import PASSWORD, Tenant
+from voiceapp.personas.models import Persona
 from voiceapp.tenants.models import Membership, Organization, Role, User
 from voiceapp.tenants.onboarding import organization_onboard
 from voiceapp.tenants.services import secret_key_create
@@ -114,6 +115,16 @@ def tenant_a(make_tenant: Callable[..., Tenant]) -> Tenant:
 @pytest.fixture
 def tenant_b(make_tenant: Callable[..., Tenant]) -> Tenant:
     return make_tenant("Bravo Realty")
+
+
+@pytest.fixture
+def quiet_persona(tenant_a: Tenant) -> Persona:
+    """tenant_a's default persona, told not to greet: a call starts with the
+    caller's turn, and the first event a test sees is its own."""
+    persona = Persona.objects.get(org=tenant_a.org, slug="assistant")
+    persona.agent_speaks_first = False
+    persona.save()
+    return persona
 
 
 @pytest.fixture

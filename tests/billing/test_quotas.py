@@ -34,14 +34,6 @@ from voiceapp.tenants.services import publishable_key_create, secret_key_create
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
 
 
-@pytest.fixture
-def quiet_persona(tenant_a: Tenant) -> Persona:
-    persona = tenant_a.org.personas.get()
-    persona.agent_speaks_first = False
-    persona.save()
-    return persona
-
-
 def use_plan(tenant: Tenant, **fields: Any) -> Plan:
     plan = Plan.objects.create(
         name=fields.pop("name", "Test"), slug=fields.pop("slug", "test"), **fields

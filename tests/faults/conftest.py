@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 
 from tests.support.faults import FaultStack, fault_stack
-from tests.support.tenants import Tenant
+from tests.support.tenants import persona_brief
 from voiceapp.personas.models import Persona
 
 
@@ -27,10 +27,8 @@ def fault_server(
 
 
 @pytest.fixture
-def quiet_persona(tenant_a: Tenant) -> Persona:
-    """The default persona, told not to greet and to answer briefly."""
-    persona = Persona.objects.get(org=tenant_a.org, slug="assistant")
-    persona.agent_speaks_first = False
-    persona.instructions = "You are a helpful assistant. Answer in one short sentence."
-    persona.save()
-    return persona
+def quiet_persona(quiet_persona: Persona) -> Persona:
+    """The shared quiet persona, told to answer briefly."""
+    return persona_brief(
+        quiet_persona, "You are a helpful assistant. Answer in one short sentence."
+    )

@@ -50,14 +50,6 @@ def pool(settings: Any) -> str:
     return str(settings.CHANNELS_PREFIX)
 
 
-@pytest.fixture
-def quiet_persona(tenant_a: Tenant) -> Persona:
-    persona = tenant_a.org.personas.get()
-    persona.agent_speaks_first = False
-    persona.save()
-    return persona
-
-
 def advert(
     name: str, max_calls: int, kinds: tuple[str, ...] = ("asr", "llm", "tts", "eou"), **kw: Any
 ) -> Advert:

@@ -38,14 +38,6 @@ from voiceapp.tenants.services import (
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def quiet_persona(tenant_a: Tenant) -> Persona:
-    persona = tenant_a.org.personas.get()
-    persona.agent_speaks_first = False
-    persona.save()
-    return persona
-
-
 def key_grant(tenant: Tenant, name: str = "calls") -> tuple[SecretKey, CallGrant]:
     key, raw = secret_key_create(org=tenant.org, name=name)
     return key, grant_from_secret_key_sync(raw, model="assistant")

@@ -41,15 +41,6 @@ from voiceapp.tenants.services import publishable_key_create
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
 
 
-@pytest.fixture
-def quiet_persona(tenant_a: Tenant) -> Persona:
-    """The default persona, told not to greet, so the first event is the test's."""
-    persona = Persona.objects.get(org=tenant_a.org, slug="assistant")
-    persona.agent_speaks_first = False
-    persona.save()
-    return persona
-
-
 def update(session: Any) -> str:
     return json.dumps({"type": "session.update", "session": session})
 

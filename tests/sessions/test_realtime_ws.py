@@ -22,7 +22,7 @@ from openai import AsyncOpenAI
 
 from sessions.models import Call, CallItem, CallTurn
 from tests.support.live_server import LiveServer
-from tests.support.tenants import Tenant
+from tests.support.tenants import Tenant, persona_brief
 from voiceapp.engine.audio import resample
 from voiceapp.engine.g711 import alaw_decode, mulaw_encode
 from voiceapp.personas.models import Persona
@@ -32,13 +32,11 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
 
 
 @pytest.fixture
-def quiet_persona(tenant_a: Tenant) -> Persona:
-    """The default persona, told not to greet, so tests start with the user's turn."""
-    persona = Persona.objects.get(org=tenant_a.org, slug="assistant")
-    persona.agent_speaks_first = False
-    persona.instructions = "You are a helpful geography assistant. Answer in one short sentence."
-    persona.save()
-    return persona
+def quiet_persona(quiet_persona: Persona) -> Persona:
+    """The shared quiet persona, told it answers geography questions briefly."""
+    return persona_brief(
+        quiet_persona, "You are a helpful geography assistant. Answer in one short sentence."
+    )
 
 
 async def stream_audio(

@@ -265,26 +265,6 @@ async def test_bad_audio_is_an_error_or_handled(new_call: MakeCall, clips: dict[
     assert {"capital", "france"} <= words(of(frames, TranscriptFinal)[0].text)
 
 
-async def test_history_is_trimmed_in_steps_that_keep_the_prompt_prefix(
-    new_call: MakeCall,
-) -> None:
-    # given a call with a small history budget and a long conversation
-    call = new_call(history_budget_chars=400)
-    for n in range(20):
-        call.add_message("user", f"Question number {n} about the opening hours?")
-        call.add_message("assistant", f"Answer number {n}: we open at nine every day.")
-    # when the prompt is built on consecutive turns
-    first = call._messages("next?")
-    call.add_message("user", "One more question about parking?")
-    call.add_message("assistant", "There is parking behind the shop.")
-    second = call._messages("next?")
-    # then it fits the budget, starts with a user turn, and the second turn's prompt
-    # extends the first one's history (same prefix) instead of sliding by one turn
-    assert sum(len(m["content"]) for m in first[1:-1]) <= 400
-    assert first[1]["role"] == "user"
-    assert second[: len(first) - 1] == first[:-1]
-
-
 async def test_text_only_call_answers_without_synthesis(
     new_call: MakeCall, clips: dict[str, Clip]
 ) -> None:

@@ -15,8 +15,10 @@ or turns out to be a cough and the reply resumes where it paused.
 
 The call is the orchestrator: it decides when a response starts, is
 committed, finishes, is cancelled or fails. How a response's state changes and
-which frames that releases is `response.py`; how its clauses are synthesized
-and its audio released is `speaker.py`; what the models read ahead while a
+which frames that releases is `response.py`; what a reply says (the prompt,
+a fact spoken as written, the LLM's clauses through the reply guard) is
+`writer.py`; how its clauses are synthesized and its audio released is
+`speaker.py`; what the models read ahead while a
 reply plays is `readahead.py`; the conversation and what the LLM is sent of it
 is `history.py`; every task it starts has an owner (`tasks.py`), and `close()`
 cancels them all.
@@ -48,7 +50,6 @@ from .chunker import ChunkerSettings, ClauseChunker
 from .frames import (
     ErrorFrame,
     Frame,
-    LLMToken,
     ResponseStarted,
     ResponseStatus,
     SpeechStarted,
@@ -57,11 +58,10 @@ from .frames import (
     TranscriptFinal,
     TranscriptPartial,
 )
-from .guard import Action, GuardSettings, ReplyGuard, numbers_in
 from .history import History
-from .inference import Inference, InferenceError, TokenStream
+from .inference import Inference, InferenceError
 from .knowledge import Fact
-from .llm import LLMOptions, Message, PromptUsage
+from .llm import LLMOptions, Message
 from .prompt import DEFAULT_DECLINE, DEFAULT_REPLY_HINT, PromptBuilder
 from .readahead import ReadAhead, ReadAheadSettings
 from .response import Response, ResponseState
@@ -83,6 +83,7 @@ from .turns import (
     unfinished_by_words,
 )
 from .vad import CHUNK_SAMPLES, SileroModel, StreamingVAD
+from .writer import ReplyWriter, WriterSettings
 
 log = logging.getLogger(__name__)
 
@@ -160,7 +161,6 @@ class VoiceCall:
         self._resampler: StreamResampler | None = None
         self._out: asyncio.Queue[Frame | None] = asyncio.Queue()
         self._history = History()
-        self._prompt = self._prompt_builder(config)
         self._tasks = TaskOwner("call")
         self._speaker = ReplySpeaker(
             _speaker_settings(config),
@@ -174,9 +174,17 @@ class VoiceCall:
             _read_ahead_settings(config),
             inference,
             self._history,
-            lambda: self._messages(None),
+            lambda: self._writer.messages(None),
             self._tasks,
             call_id=self.call_id,
+        )
+        self._writer = ReplyWriter(
+            _writer_settings(config),
+            _prompt_builder(config),
+            inference,
+            self._history,
+            before_llm=self._read_ahead.wait_llm,
+            session=self.call_id,
         )
         self._transcribing = TaskOwner("transcribing")  # manual-mode turns in ASR
         self._closed = False
@@ -251,12 +259,8 @@ class VoiceCall:
 
     def add_message(self, role: str, text: str) -> None:
         """Add a conversation item (role user, assistant or system) to the history."""
-        sent = None
-        if role == "user":  # the caller's words go to the LLM with their facts
-            turn = self._prompt.turn(text)
-            # A turn answered as written never reached the LLM: later prompts carry
-            # its plain words, which cost fewer tokens than its facts.
-            sent = turn.content if turn.direct is None else None
+        # the caller's words go to the LLM with their facts
+        sent = self._writer.sent_form(text) if role == "user" else None
         self._history.add(role, text, sent=sent)
 
     def trim_history(self, max_messages: int) -> None:
@@ -268,7 +272,8 @@ class VoiceCall:
         previous = self.config
         self.config = config
         self._detector.settings = config.turns
-        self._prompt = self._prompt_builder(config)
+        self._writer.settings = _writer_settings(config)
+        self._writer.prompt = _prompt_builder(config)
         self._barge.settings = _barge_in_settings(config)
         self._speaker.settings = _speaker_settings(config)
         self._read_ahead.settings = _read_ahead_settings(config)
@@ -289,18 +294,6 @@ class VoiceCall:
         (`ReadAhead.opening`).
         """
         self._read_ahead.opening()
-
-    @staticmethod
-    def _prompt_builder(config: CallConfig) -> PromptBuilder:
-        return PromptBuilder(
-            instructions=config.instructions,
-            facts=config.facts if config.grounding else (),
-            reply_hint=config.reply_hint,
-            language=config.language,
-            derive_facts=config.grounding,
-            direct_min_score=0.0 if config.grounding and config.direct_answers else None,
-            decline=config.decline_text,
-        )
 
     def create_response(
         self, *, instructions: str | None = None, max_output_tokens: int | None = None
@@ -618,13 +611,6 @@ class VoiceCall:
     def _spawn_response(self, response: Response, coro: Coroutine[Any, Any, None]) -> None:
         response.tasks.add(self._spawn(coro))
 
-    def _messages(self, user_text: str | None, instructions: str | None = None) -> list[Message]:
-        """The prompt: system, worked examples, history as sent, then `user_text` if given."""
-        history = self._history.for_llm(self.config.history_budget_chars)
-        if user_text is not None:
-            history.append({"role": "user", "content": self._prompt.turn(user_text).content})
-        return self._prompt.messages(history, instructions)
-
     async def _transcribe(self, response: Response, audio: np.ndarray) -> Transcript | None:
         """The turn's final ASR, in a task of the call's own.
 
@@ -780,62 +766,15 @@ class VoiceCall:
         user_text: str | None = None,
     ) -> None:
         """LLM -> clause chunker -> TTS -> paced playout, in parallel."""
-        cfg = self.config
-        messages = self._messages(user_text, instructions)
         speech = self._speaker.start(response)
-        chunker = ClauseChunker(cfg.chunker)
-        direct = self._direct_answer(user_text) if instructions is None else None
-        guard = self._guard(messages, extra=direct or "")
-        trace = response.trace
-        trace.mark("llm_start")
-        stream: TokenStream | None = None
-        tokens = 0
-        raw = ""
-        stopped = False
         try:
-            source: AsyncIterator[str]
-            if direct is not None:
-                source = _once(direct)
-            else:
-                # A read ahead still reading the prompt does work this request needs:
-                # let it finish rather than throw it away (and its context with it).
-                await self._read_ahead.wait_llm()
-                stream = self._inference.generate(messages, replace(options, session=self.call_id))
-                source = stream
-            async for delta in source:
-                if stream is not None:
-                    if tokens == 0:
-                        trace.mark("llm_first_token")
-                        trace.llm_queue_ms = stream.queue_ms
-                    tokens += 1
-                    # kept current: a reply cancelled mid-stream reports what it cost
-                    response.usage = _usage(stream.usage, tokens)
-                raw += delta
-                if cfg.sequential:
-                    continue
-                for clause in chunker.push(delta):
-                    if not self._pass_clause(response, guard, clause, speech):
-                        stopped = True
-                        break
-                if stopped:
-                    break
+            direct = await self._writer.write(response, speech, options, instructions, user_text)
         except InferenceError as exc:
             speech.end()
             self._fail(response, exc)
             return
-        finally:
-            if stream is not None:
-                await stream.aclose()
-        # A direct answer never reached the LLM: no tokens either way.
-        response.usage = _usage(stream.usage if stream is not None else PromptUsage(), tokens)
-        if not stopped:
-            for clause in [raw.strip()] if cfg.sequential else chunker.flush():
-                if clause and not self._pass_clause(response, guard, clause, speech):
-                    break
-        if guard.reason:
-            log.info("response %s cut by the reply guard: %s", response.id, guard.reason)
         speech.end()
-        await self._play_to_end(response, speech, direct=direct is not None)
+        await self._play_to_end(response, speech, direct=direct)
 
     async def _play_to_end(self, response: Response, speech: Speech, *, direct: bool) -> None:
         """Let a reply whose clauses are all said finish, then complete it."""
@@ -858,53 +797,6 @@ class VoiceCall:
             return
         if self._read_ahead.next_turn(reply, direct=direct):
             self.stats["history_trims"] += 1
-
-    def _direct_answer(self, user_text: str | None) -> str | None:
-        """The fact to speak as written for the caller's last words, if one answers them."""
-        if user_text is None:
-            if not self.history or self.history[-1]["role"] != "user":
-                return None
-            user_text = self.history[-1]["content"]
-        return self._prompt.turn(user_text).direct
-
-    def _guard(self, messages: list[Message], *, extra: str = "") -> ReplyGuard:
-        """The reply's guard: numbers it may state are those its prompt (or `extra`,
-        the facts it speaks as written) holds."""
-        cfg = self.config
-        check = cfg.grounding and self._prompt.grounded
-        settings = GuardSettings(
-            # The cap is for a business's agent (a persona with knowledge); a persona
-            # without facts may be set up for long replies (a story, a recipe).
-            max_sentences=cfg.max_sentences if check else 1000,
-            language=cfg.language if cfg.grounding else "",
-            check_numbers=check,
-            decline=cfg.decline_text,
-        )
-        prompt = " ".join([*(m["content"] for m in messages), extra])
-        allowed = numbers_in(prompt) if check else set()
-        return ReplyGuard(settings, allowed)
-
-    def _pass_clause(
-        self,
-        response: Response,
-        guard: ReplyGuard,
-        clause: str,
-        speech: Speech,
-    ) -> bool:
-        """Send a clause the guard lets through to TTS and the transcript; False: stop."""
-        verdict = guard.check(clause)
-        text = verdict.text
-        if verdict.reason == "invented_number" and response.text:
-            text = ""  # what was said stands; the made-up part is dropped
-        elif verdict.reason == "language" and not response.text:
-            text = self.config.decline_text  # never silence: say so in the call's language
-        if text:
-            response.trace.mark("first_clause")
-            delta = f" {text}" if response.text else text
-            response.text += delta
-            response.emit(LLMToken(response.id, delta))
-            speech.say(text)
-        return verdict.action is Action.SPEAK
 
     async def _speak_text(self, response: Response, text: str) -> None:
         """Speak fixed text (a greeting) clause by clause, as a reply that needs no LLM."""
@@ -947,20 +839,6 @@ class VoiceCall:
             self._active = None
 
 
-def _usage(prompt: PromptUsage, output_tokens: int) -> dict[str, int]:
-    """A reply's token usage: the prompt its LLM request read, and the tokens it wrote."""
-    return {
-        "input_tokens": prompt.input_tokens,
-        "cached_tokens": prompt.cached_tokens,
-        "output_tokens": output_tokens,
-        "total_tokens": prompt.input_tokens + output_tokens,
-    }
-
-
-async def _once(text: str) -> AsyncIterator[str]:
-    yield text
-
-
 def _barge_in_settings(config: CallConfig) -> BargeInSettings:
     return BargeInSettings(
         threshold=config.barge_in_threshold,
@@ -987,6 +865,30 @@ def _read_ahead_settings(config: CallConfig) -> ReadAheadSettings:
         embedded_llm=config.embedded_llm,
         history_budget_chars=config.history_budget_chars,
         direct_answers=config.grounding and config.direct_answers,
+    )
+
+
+def _prompt_builder(config: CallConfig) -> PromptBuilder:
+    return PromptBuilder(
+        instructions=config.instructions,
+        facts=config.facts if config.grounding else (),
+        reply_hint=config.reply_hint,
+        language=config.language,
+        derive_facts=config.grounding,
+        direct_min_score=0.0 if config.grounding and config.direct_answers else None,
+        decline=config.decline_text,
+    )
+
+
+def _writer_settings(config: CallConfig) -> WriterSettings:
+    return WriterSettings(
+        chunker=config.chunker,
+        history_budget_chars=config.history_budget_chars,
+        grounding=config.grounding,
+        max_sentences=config.max_sentences,
+        language=config.language,
+        decline=config.decline_text,
+        sequential=config.sequential,
     )
 
 

@@ -1,0 +1,174 @@
+"""Reply writing with the real LLM: the prompt, facts spoken as written, clauses
+through the reply guard into the reply's speech."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from bench.bakery import FACTS, INSTRUCTIONS
+from tests.support.engine_calls import fast_config
+from tests.support.inference import RecordingInference
+from voiceapp.engine.frames import Frame, LLMToken, TextClause
+from voiceapp.engine.history import History
+from voiceapp.engine.inference import LocalInference
+from voiceapp.engine.models import default_voice
+from voiceapp.engine.prompt import DEFAULT_DECLINE, PromptBuilder
+from voiceapp.engine.response import Response
+from voiceapp.engine.speaker import ReplySpeaker, SpeakerSettings
+from voiceapp.engine.tasks import TaskOwner
+from voiceapp.engine.tracing import TurnTrace
+from voiceapp.engine.writer import ReplyWriter, WriterSettings
+
+SATURDAY = "On Saturday we open at 8 am and close at 2 pm. We are closed on Sundays."
+
+
+@dataclass
+class Desk:
+    """A writer for the bakery's agent, the history it reads, and what it asked for."""
+
+    writer: ReplyWriter
+    history: History
+    inference: RecordingInference
+    waited: list[str]  # one entry per time the writer waited for the read ahead
+
+
+def bakery_desk(
+    models: LocalInference,
+    *,
+    grounding: bool = True,
+    direct_answers: bool = True,
+    history_budget_chars: int = 2000,
+) -> Desk:
+    history = History()
+    inference = RecordingInference(models)
+    waited: list[str] = []
+
+    async def before_llm() -> None:
+        waited.append("read ahead")
+
+    config = fast_config()
+    settings = WriterSettings(
+        chunker=config.chunker,
+        history_budget_chars=history_budget_chars,
+        grounding=grounding,
+        max_sentences=3,
+        language="en",
+        decline=DEFAULT_DECLINE,
+    )
+    prompt = PromptBuilder(
+        instructions=INSTRUCTIONS,
+        facts=FACTS if grounding else (),
+        derive_facts=grounding,
+        direct_min_score=0.0 if grounding and direct_answers else None,
+    )
+    writer = ReplyWriter(
+        settings, prompt, inference, history, before_llm=before_llm, session="call_test"
+    )
+    return Desk(writer, history, inference, waited)
+
+
+async def write(
+    desk: Desk, models: LocalInference, owner: TaskOwner, user_text: str
+) -> tuple[bool, Response, list[Frame]]:
+    """Write the reply to `user_text` into a text-only speech and let it finish."""
+    frames: list[Frame] = []
+    speaker = ReplySpeaker(
+        SpeakerSettings(default_voice()), models, frames.append, owner, fail=lambda r, e: None
+    )
+    response = Response(
+        "resp_test", None, TurnTrace(), frames.append, speculative=False, speak=False
+    )
+    speech = speaker.start(response)
+    llm = fast_config().llm
+    direct = await desk.writer.write(response, speech, llm, None, user_text=user_text)
+    speech.end()
+    async with asyncio.timeout(30):
+        await speech.finished()
+    return direct, response, frames
+
+
+async def test_a_question_a_fact_answers_is_spoken_as_written_without_the_llm(
+    models: LocalInference, task_owner: TaskOwner
+) -> None:
+    desk = bakery_desk(models)
+
+    direct, response, frames = await write(
+        desk, models, task_owner, "What time do you open on Saturday?"
+    )
+
+    assert direct is True
+    assert response.text == SATURDAY
+    assert desk.inference.llm == [] and desk.waited == []
+    assert (response.usage["input_tokens"], response.usage["output_tokens"]) == (0, 0)
+    assert "".join(f.text for f in frames if isinstance(f, LLMToken)) == SATURDAY
+    # the speech got it clause by clause, in order
+    said = [f.text for f in frames if isinstance(f, TextClause)]
+    assert " ".join(said) == SATURDAY and len(said) > 1
+    # later prompts carry the caller's plain words for a turn answered as written
+    assert desk.writer.sent_form("What time do you open on Saturday?") is None
+
+
+async def test_a_reply_the_llm_writes_reaches_the_speech_and_reports_its_tokens(
+    models: LocalInference, task_owner: TaskOwner
+) -> None:
+    desk = bakery_desk(models, grounding=False)
+    desk.history.add("assistant", "Hello, this is the bakery.")
+
+    direct, response, frames = await write(desk, models, task_owner, "Say hello to me.")
+
+    assert direct is False
+    assert desk.waited == ["read ahead"]  # the request waited for the read ahead first
+    (request,) = desk.inference.llm
+    assert request.options.session == "call_test"
+    assert request.messages[-1] == {"role": "user", "content": "Say hello to me."}
+    assert {"role": "assistant", "content": "Hello, this is the bakery."} in request.messages
+    assert response.text and response.usage["output_tokens"] > 0
+    assert response.usage["input_tokens"] == request.stream.usage.input_tokens > 0
+    tokens = "".join(f.text for f in frames if isinstance(f, LLMToken))
+    said = " ".join(f.text for f in frames if isinstance(f, TextClause))
+    assert tokens == response.text == said
+    assert response.trace.marks.keys() >= {"llm_start", "llm_first_token", "first_clause"}
+
+
+async def test_a_question_no_fact_answers_is_declined_as_written(
+    models: LocalInference, task_owner: TaskOwner
+) -> None:
+    desk = bakery_desk(models)
+
+    direct, response, _ = await write(desk, models, task_owner, "Do you sell coffee?")
+
+    assert direct is True and desk.inference.llm == []
+    assert response.text == DEFAULT_DECLINE
+
+
+def test_without_direct_answers_a_turn_is_sent_with_its_facts(models: LocalInference) -> None:
+    # a persona's own LLM endpoint phrases the retrieved facts itself
+    desk = bakery_desk(models, direct_answers=False)
+    question = "Is the sourdough vegan?"
+
+    sent = desk.writer.sent_form(question)
+    messages = desk.writer.messages(question)
+
+    assert sent is not None and question in sent
+    assert "Our sourdough and our baguettes are vegan." in sent
+    assert messages[-1] == {"role": "user", "content": sent}
+    assert messages[0]["role"] == "system" and INSTRUCTIONS in messages[0]["content"]
+
+
+def test_history_is_trimmed_in_steps_that_keep_the_prompt_prefix(models: LocalInference) -> None:
+    # given a small history budget and a long conversation
+    desk = bakery_desk(models, grounding=False, history_budget_chars=400)
+    for n in range(20):
+        desk.history.add("user", f"Question number {n} about the opening hours?")
+        desk.history.add("assistant", f"Answer number {n}: we open at nine every day.")
+    # when the prompt is built on consecutive turns
+    first = desk.writer.messages("next?")
+    desk.history.add("user", "One more question about parking?")
+    desk.history.add("assistant", "There is parking behind the shop.")
+    second = desk.writer.messages("next?")
+    # then it fits the budget, starts with a user turn, and the second turn's prompt
+    # extends the first one's history (same prefix) instead of sliding by one turn
+    assert sum(len(m["content"]) for m in first[1:-1]) <= 400
+    assert first[1]["role"] == "user"
+    assert second[: len(first) - 1] == first[:-1]

@@ -1,0 +1,198 @@
+"""What the agent says to a turn: the reply's words, from the prompt to the speaker.
+
+The call decides *when* a reply is written and what becomes of it; the writer
+knows *what* it says. `ReplyWriter.write` builds the prompt (`PromptBuilder`
+over the history as sent), speaks a fact as written when one answers the
+caller's words (a *direct answer*: no LLM), and otherwise streams the LLM's
+tokens, cuts them into clauses (`ClauseChunker`) and passes each through the
+reply guard (`guard.py`) into the reply's `Speech`. The guard stops a reply
+that states a number its prompt does not hold, turns to another language or
+runs on; what was said before that stands.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, replace
+
+from .chunker import ChunkerSettings, ClauseChunker
+from .frames import LLMToken
+from .guard import Action, GuardSettings, ReplyGuard, numbers_in
+from .history import History
+from .inference import Inference, TokenStream
+from .llm import LLMOptions, Message, PromptUsage
+from .prompt import PromptBuilder
+from .response import Response
+from .speaker import Speech
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class WriterSettings:
+    """How a call's replies are written (from its `CallConfig`)."""
+
+    chunker: ChunkerSettings
+    history_budget_chars: int  # what the LLM is sent of the conversation
+    grounding: bool  # the persona's facts bind it: numbers checked, replies capped
+    max_sentences: int  # the cap on a grounded reply
+    language: str  # replies in another language are not spoken (grounded only)
+    decline: str  # what the agent says when it will not answer
+    sequential: bool = False  # the baseline: the whole reply is written, then spoken
+
+
+class ReplyWriter:
+    """Writes a call's replies into their `Speech`; `prompt` and `settings` follow
+    the call's settings (`VoiceCall.update_config`)."""
+
+    def __init__(
+        self,
+        settings: WriterSettings,
+        prompt: PromptBuilder,
+        inference: Inference,
+        history: History,
+        *,
+        before_llm: Callable[[], Awaitable[None]],
+        session: str,
+    ) -> None:
+        self.settings = settings
+        self.prompt = prompt
+        self._inference = inference
+        self._history = history
+        # A read ahead still reading the prompt does work a request needs: the
+        # request waits for it rather than throwing it (and its context) away.
+        self._before_llm = before_llm
+        self._session = session  # the LLM's cache key: one conversation, one context
+
+    def messages(self, user_text: str | None, instructions: str | None = None) -> list[Message]:
+        """The prompt: system, worked examples, history as sent, then `user_text` if given."""
+        history = self._history.for_llm(self.settings.history_budget_chars)
+        if user_text is not None:
+            history.append({"role": "user", "content": self.prompt.turn(user_text).content})
+        return self.prompt.messages(history, instructions)
+
+    def sent_form(self, user_text: str) -> str | None:
+        """What later prompts carry of the caller's words: their text with its facts,
+        or None for their plain words (a turn answered as written never reached the
+        LLM, and plain words cost fewer tokens than facts)."""
+        turn = self.prompt.turn(user_text)
+        return turn.content if turn.direct is None else None
+
+    async def write(
+        self,
+        response: Response,
+        speech: Speech,
+        options: LLMOptions,
+        instructions: str | None,
+        user_text: str | None = None,
+    ) -> bool:
+        """Write the reply to the history (and `user_text`, a turn not in it yet) into
+        `speech`, which the caller ends. True: it was a direct answer. Raises
+        `InferenceError` when the LLM fails; what was said by then stands."""
+        cfg = self.settings
+        messages = self.messages(user_text, instructions)
+        chunker = ClauseChunker(cfg.chunker)
+        direct = self._direct_answer(user_text) if instructions is None else None
+        guard = self._guard(messages, extra=direct or "")
+        trace = response.trace
+        trace.mark("llm_start")
+        stream: TokenStream | None = None
+        tokens = 0
+        raw = ""
+        stopped = False
+        try:
+            source: AsyncIterator[str]
+            if direct is not None:
+                source = _once(direct)
+            else:
+                await self._before_llm()
+                stream = self._inference.generate(messages, replace(options, session=self._session))
+                source = stream
+            async for delta in source:
+                if stream is not None:
+                    if tokens == 0:
+                        trace.mark("llm_first_token")
+                        trace.llm_queue_ms = stream.queue_ms
+                    tokens += 1
+                    # kept current: a reply cancelled mid-stream reports what it cost
+                    response.usage = _usage(stream.usage, tokens)
+                raw += delta
+                if cfg.sequential:
+                    continue
+                for clause in chunker.push(delta):
+                    if not self._pass_clause(response, guard, clause, speech):
+                        stopped = True
+                        break
+                if stopped:
+                    break
+        finally:
+            if stream is not None:
+                await stream.aclose()
+        # A direct answer never reached the LLM: no tokens either way.
+        response.usage = _usage(stream.usage if stream is not None else PromptUsage(), tokens)
+        if not stopped:
+            for clause in [raw.strip()] if cfg.sequential else chunker.flush():
+                if clause and not self._pass_clause(response, guard, clause, speech):
+                    break
+        if guard.reason:
+            log.info("response %s cut by the reply guard: %s", response.id, guard.reason)
+        return direct is not None
+
+    def _direct_answer(self, user_text: str | None) -> str | None:
+        """The fact to speak as written for the caller's last words, if one answers them."""
+        if user_text is None:
+            last = self._history.messages[-1] if self._history.messages else None
+            if last is None or last["role"] != "user":
+                return None
+            user_text = last["content"]
+        return self.prompt.turn(user_text).direct
+
+    def _guard(self, messages: list[Message], *, extra: str = "") -> ReplyGuard:
+        """The reply's guard: numbers it may state are those its prompt (or `extra`,
+        the facts it speaks as written) holds."""
+        cfg = self.settings
+        check = cfg.grounding and self.prompt.grounded
+        settings = GuardSettings(
+            # The cap is for a business's agent (a persona with knowledge); a persona
+            # without facts may be set up for long replies (a story, a recipe).
+            max_sentences=cfg.max_sentences if check else 1000,
+            language=cfg.language if cfg.grounding else "",
+            check_numbers=check,
+            decline=cfg.decline,
+        )
+        prompt = " ".join([*(m["content"] for m in messages), extra])
+        allowed = numbers_in(prompt) if check else set()
+        return ReplyGuard(settings, allowed)
+
+    def _pass_clause(
+        self, response: Response, guard: ReplyGuard, clause: str, speech: Speech
+    ) -> bool:
+        """Send a clause the guard lets through to TTS and the transcript; False: stop."""
+        verdict = guard.check(clause)
+        text = verdict.text
+        if verdict.reason == "invented_number" and response.text:
+            text = ""  # what was said stands; the made-up part is dropped
+        elif verdict.reason == "language" and not response.text:
+            text = self.settings.decline  # never silence: say so in the call's language
+        if text:
+            response.trace.mark("first_clause")
+            delta = f" {text}" if response.text else text
+            response.text += delta
+            response.emit(LLMToken(response.id, delta))
+            speech.say(text)
+        return verdict.action is Action.SPEAK
+
+
+def _usage(prompt: PromptUsage, output_tokens: int) -> dict[str, int]:
+    """A reply's token usage: the prompt its LLM request read, and the tokens it wrote."""
+    return {
+        "input_tokens": prompt.input_tokens,
+        "cached_tokens": prompt.cached_tokens,
+        "output_tokens": output_tokens,
+        "total_tokens": prompt.input_tokens + output_tokens,
+    }
+
+
+async def _once(text: str) -> AsyncIterator[str]:
+    yield text

@@ -140,10 +140,26 @@ def summarize(turns: list[dict[str, Any]]) -> dict[str, Any]:
         "answered": len(ok),
         "client_v2v_ms": stats([t["client_v2v_ms"] for t in ok]),
     }
-    for span in SPAN_NAMES[:-1]:  # all but send_ms, which response.latency leaves out
+    for span in (*SPAN_NAMES[:-1], "asr_queue_ms"):  # response.latency leaves out send_ms
         values = [t["server"].get(span) for t in ok if t["server"].get(span) is not None]
         out[f"server_{span}"] = stats(values)
+    # the turns whose question Whisper's full window read again (a doubtful short reading)
+    out["asr_full_window_rereads"] = sum(1 for t in ok if t["server"].get("asr_reads") == 2)
+    out["slowest"] = [_spans_of(t) for t in sorted(ok, key=lambda t: -t["client_v2v_ms"])[:3]]
     return out
+
+
+def _spans_of(turn: dict[str, Any]) -> dict[str, Any]:
+    """What a slow turn's spans say (the tail's lead)."""
+    server = turn["server"]
+    keep = ("endpoint_ms", "asr_ms", "asr_queue_ms", "asr_reads", "llm_first_token_ms")
+    return {
+        "question": turn["question"],
+        "voice": turn["voice"],
+        "transcript": turn["transcript"],
+        "client_v2v_ms": turn["client_v2v_ms"],
+        **{name: server.get(name) for name in keep},
+    }
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:

@@ -48,6 +48,20 @@ def test_non_speech_gives_no_text(
     assert result.text == "", result
 
 
+async def test_a_transcript_says_how_it_was_read_and_how_long_it_waited(
+    models: LocalInference, clips: dict[str, Clip]
+) -> None:
+    # given a clear question, and noise that the short window's reading rejects
+    question = await models.transcribe(clips["capital"].at(16000), "en")
+    noise = await models.transcribe(clips["noise"].at(16000), "en")
+    # then the question took one reading; the noise a second one, with the full window
+    assert (question.reads, noise.reads) == (1, 2), (question, noise)
+    assert noise.text == ""
+    # and each says how long it waited for the model
+    assert question.queue_ms is not None and question.queue_ms >= 0
+    assert noise.queue_ms is not None and noise.queue_ms >= 0
+
+
 def test_too_short_audio_is_rejected_without_decoding(models: LocalInference) -> None:
     result = models.asr.transcribe(np.zeros(800, np.float32), "en")
     assert result.text == "" and result.rejected == "too_short"

@@ -20,10 +20,13 @@ def test_spans_come_from_marks_on_one_clock() -> None:
         now[0] = at
         trace.mark(name)
     trace.llm_queue_ms = 1.25
+    trace.asr_queue_ms, trace.asr_reads = 0.44, 2
     # when spans are read
     spans = trace.spans()
     # then each is the difference of its marks in ms
     assert set(spans) == set(SPAN_NAMES)
+    # and a response's latency adds what explains the ASR span
+    assert trace.latency() == {**spans, "asr_queue_ms": 0.4, "asr_reads": 2}
     assert spans["v2v_ms"] == 400.0
     assert spans["endpoint_ms"] == 350.0
     assert spans["asr_ms"] == 60.0

@@ -24,6 +24,8 @@ TRANSCRIPT = Transcript(
     avg_logprob=-0.2,
     audio_seconds=1.5,
     rejected=None,
+    reads=2,
+    queue_ms=3.5,
 )
 OPTIONS = LLMOptions(
     max_tokens=40, temperature=0.3, model="m", backend="http", session="call-1", repeat_penalty=1.2
@@ -59,7 +61,11 @@ EXAMPLES: dict[str, tuple[Callable[[object], Any], Any, set[str]]] = {
     ),
     "accepted": (p.decode_accepted, p.encode_accepted("r1", worker=WORKER), set()),
     "heartbeat": (p.decode_heartbeat, p.encode_heartbeat("r1", worker=WORKER), {"worker"}),
-    "result": (p.decode_result, p.encode_result("r1", TRANSCRIPT, worker=WORKER), {"worker"}),
+    "result": (
+        p.decode_result,
+        p.encode_result("r1", TRANSCRIPT, worker=WORKER),
+        {"worker", "transcript.reads", "transcript.queue_ms"},
+    ),
     "token": (
         p.decode_token,
         p.encode_token(
@@ -149,6 +155,8 @@ def test_the_replies_on_the_wire_have_the_documented_fields() -> None:
             "avg_logprob": -0.2,
             "audio_seconds": 1.5,
             "rejected": None,
+            "reads": 2,
+            "queue_ms": 3.5,
         },
     }
     # a reply's first token carries its queue time and, when known, its prompt count
@@ -179,6 +187,18 @@ def test_llm_options_and_voice_come_back_from_their_payloads() -> None:
     assert p.as_transcript(p.decode_transcript(p.encode_transcript(TRANSCRIPT))) == TRANSCRIPT
     usage = PromptUsage(input_tokens=5, cached_tokens=2)
     assert p.as_prompt_usage(p.decode_usage(p.encode_usage(usage))) == usage
+
+
+def test_a_transcript_from_a_worker_that_does_not_say_is_one_reading_of_unknown_wait() -> None:
+    # an older worker's result: no "reads", no "queue_ms"
+    payload = p.decode_transcript(
+        {"text": "Hi.", "no_speech_prob": 0.1, "avg_logprob": -0.3, "audio_seconds": 0.8,
+         "rejected": None}
+    )  # fmt: skip
+    transcript = p.as_transcript(payload)
+    assert (transcript.reads, transcript.queue_ms) == (1, None)
+    with pytest.raises(p.ProtocolError, match="reads"):
+        p.decode_transcript({**p.encode_transcript(TRANSCRIPT), "reads": 0})
 
 
 def test_an_empty_asr_model_means_the_default_one() -> None:

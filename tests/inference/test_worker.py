@@ -41,6 +41,9 @@ async def test_asr_request_is_transcribed_by_a_worker(
     # then the worker answers with its words
     assert {"capital", "france"} <= words(transcript.text)
     assert worker.served["asr"] == 1
+    # read once, and it says how long it waited before the worker's model started on it
+    assert transcript.reads == 1
+    assert transcript.queue_ms is not None and transcript.queue_ms > 0
 
 
 async def test_end_of_turn_scores_come_back_from_a_worker(

@@ -184,8 +184,12 @@ def test_openai_sdk_spoken_question(
         "llm_first_token_ms",
         "first_clause_ms",
         "tts_first_audio_ms",
+        "asr_queue_ms",
+        "asr_reads",
     }
     assert latency["v2v_ms"] is not None and 0 < latency["v2v_ms"] < 10_000
+    # the question was read (once or twice) by a worker that said how long it waited
+    assert latency["asr_reads"] in (1, 2) and latency["asr_queue_ms"] is not None
 
     audio = b"".join(
         base64.b64decode(e["delta"]) for e in of_type(events, "response.output_audio.delta")

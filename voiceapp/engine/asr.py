@@ -7,14 +7,17 @@ less encoder work on a short question, with nearly the same words.
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
+
+log = logging.getLogger(__name__)
 
 SAMPLE_RATE = 16000
 _FRAMES_PER_SECOND = 100
@@ -35,6 +38,10 @@ class Transcript:
     avg_logprob: float
     audio_seconds: float
     rejected: str | None = None  # why the text was discarded, when it was
+    # Readings it took: 2 when the short window's was doubtful and Whisper's full
+    # window read it again (about 1 s more on a 2-core CPU).
+    reads: int = 1
+    queue_ms: float | None = None  # how long the request waited for the model
 
 
 class ASR(Protocol):
@@ -261,7 +268,13 @@ class WhisperASR:
             and not self.settings.full_window
             and result.audio_seconds >= 0.5
         ):
-            return self._transcribe(audio, language, True)
+            log.info(
+                "short-window reading of %.2f s doubtful (%s: %r); reading the full window",
+                result.audio_seconds,
+                result.rejected or "looped",
+                result.text,
+            )
+            return replace(self._transcribe(audio, language, True), reads=2)
         return result
 
     def _transcribe(self, audio: np.ndarray, language: str, full_window: bool) -> Transcript:

@@ -637,6 +637,8 @@ class VoiceCall:
                 task.cancel()
             raise
         response.trace.mark("asr_end")
+        response.trace.asr_queue_ms = read[0].queue_ms
+        response.trace.asr_reads = read[0].reads
         return read[0]
 
     def _late_transcript(

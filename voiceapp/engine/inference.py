@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
@@ -214,13 +214,15 @@ class LocalInference:
         # A request whose caller gave up while it waited for the model (a speculative
         # transcript the user spoke over) is dropped instead of keeping the model busy.
         abandoned = threading.Event()
+        queued_at = time.monotonic()
 
         def run() -> Transcript:
             asr = self._asr_named(model)
             with self._asr_slot:
                 if abandoned.is_set():
                     raise InferenceError("transcription abandoned", "asr_cancelled")
-                return asr.transcribe(audio, language)
+                waited_ms = round(1000.0 * (time.monotonic() - queued_at), 1)
+                return replace(asr.transcribe(audio, language), queue_ms=waited_ms)
 
         try:
             return await asyncio.get_running_loop().run_in_executor(self.executor, run)

@@ -182,7 +182,7 @@ class Response:
         text = self.text.strip()
         self.out(
             ResponseDone(
-                self.id, status, text, self.trace.spans(), self.usage, self.trace.timeline()
+                self.id, status, text, self.trace.latency(), self.usage, self.trace.timeline()
             )
         )
         return text
@@ -212,7 +212,7 @@ class Response:
                 self.id,
                 "cancelled",
                 heard,
-                self.trace.spans(),
+                self.trace.latency(),
                 self.usage,
                 self.trace.timeline(),
             )
@@ -235,7 +235,7 @@ class Response:
         if was is not ResponseState.ACTIVE:
             return False
         self.out(ErrorFrame(exc.code, str(exc)))
-        self.out(ResponseDone(self.id, "failed", self.text, self.trace.spans()))
+        self.out(ResponseDone(self.id, "failed", self.text, self.trace.latency()))
         return True
 
     # ----- playback ------------------------------------------------------------

@@ -29,12 +29,17 @@ class TurnTrace:
 
     Marks: speech_end (last voiced audio), end_of_turn, asr_start, asr_end,
     llm_start, llm_first_token, first_clause, tts_start, tts_first_audio,
-    first_audio_sent. `llm_queue_ms` is reported by whoever queued the request.
+    first_audio_sent. `llm_queue_ms` and `asr_queue_ms` are reported by whoever
+    queued the request; `asr_reads` is how many readings the transcript took (2:
+    the full window read it again). Those two are details of the ASR span, not
+    spans: they go out with them (`details()`) but are not in `SPAN_NAMES`.
     """
 
     clock: Callable[[], float] = time.monotonic
     marks: dict[str, float] = field(default_factory=dict)
     llm_queue_ms: float | None = None
+    asr_queue_ms: float | None = None
+    asr_reads: int | None = None
 
     def mark(self, name: str, at: float | None = None) -> None:
         """Record `name` once; later marks of the same name are ignored."""
@@ -55,6 +60,15 @@ class TurnTrace:
         if origin is None:
             return {}
         return {k: round(1000.0 * (v - origin), 1) for k, v in sorted(self.marks.items())}
+
+    def details(self) -> dict[str, float | None]:
+        """What explains a long ASR span: its wait for the model, and its readings."""
+        queue = None if self.asr_queue_ms is None else round(self.asr_queue_ms, 1)
+        return {"asr_queue_ms": queue, "asr_reads": self.asr_reads}
+
+    def latency(self) -> dict[str, float | None]:
+        """The spans and their details: a response's `latency`."""
+        return {**self.spans(), **self.details()}
 
     def spans(self) -> dict[str, float | None]:
         return {

@@ -27,7 +27,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Generic, NoReturn, TypeVar
 
 import numpy as np
@@ -445,7 +445,11 @@ class ChannelsInference:
         stream: ChannelStream[Transcript] = ChannelStream(self, "asr", payload, _decode_transcript)
         try:
             async for transcript in stream:
-                return transcript
+                if stream.queue_ms is None:
+                    return transcript
+                # as an LLM reply's: the layer's queue (until accepted) plus the worker's
+                waited = stream.queue_ms + (transcript.queue_ms or 0.0)
+                return replace(transcript, queue_ms=round(waited, 1))
         finally:
             await stream.aclose()
         raise InferenceError("ASR worker finished without a transcript", "asr_failed")

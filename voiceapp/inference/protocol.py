@@ -39,7 +39,9 @@ Payloads: asr {"audio": PCM16 16 kHz mono bytes, "language", "model"}; llm {"mes
 An asr "model" of "" means the default model.
 
 An ASR result's "transcript" is {"text", "no_speech_prob", "avg_logprob",
-"audio_seconds", "rejected": why the text was discarded, or None}.
+"audio_seconds", "rejected": why the text was discarded, or None, "reads"?: the
+readings it took (2: the full window read it again), "queue_ms"?: how long it
+waited for the model}; a worker that sends no "reads" read it once.
 
 An LLM reply's "usage" is {"input_tokens", "cached_tokens"}: the prompt tokens the
 model read, and how many of those came from its prefix cache. It rides on `done`,
@@ -132,6 +134,8 @@ class TranscriptPayload(TypedDict):
     avg_logprob: float
     audio_seconds: float
     rejected: str | None
+    reads: NotRequired[int]
+    queue_ms: NotRequired[float | None]
 
 
 class UsagePayload(TypedDict):
@@ -501,6 +505,8 @@ def encode_transcript(transcript: Transcript) -> TranscriptPayload:
         "avg_logprob": transcript.avg_logprob,
         "audio_seconds": transcript.audio_seconds,
         "rejected": transcript.rejected,
+        "reads": transcript.reads,
+        "queue_ms": transcript.queue_ms,
     }
 
 
@@ -509,13 +515,18 @@ def decode_transcript(raw: object) -> TranscriptPayload:
 
 
 def _transcript(fields: _Fields) -> TranscriptPayload:
-    return {
+    payload: TranscriptPayload = {
         "text": fields.text("text"),
         "no_speech_prob": fields.number("no_speech_prob"),
         "avg_logprob": fields.number("avg_logprob"),
         "audio_seconds": fields.number("audio_seconds"),
         "rejected": fields.optional_text("rejected"),
     }
+    if fields.has("reads"):
+        payload["reads"] = fields.integer("reads", minimum=1)
+    if fields.has("queue_ms"):
+        payload["queue_ms"] = fields.optional_number("queue_ms")
+    return payload
 
 
 def as_transcript(payload: TranscriptPayload) -> Transcript:
@@ -525,6 +536,8 @@ def as_transcript(payload: TranscriptPayload) -> Transcript:
         avg_logprob=payload["avg_logprob"],
         audio_seconds=payload["audio_seconds"],
         rejected=payload["rejected"],
+        reads=payload.get("reads", 1),
+        queue_ms=payload.get("queue_ms"),
     )
 
 

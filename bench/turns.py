@@ -446,11 +446,11 @@ def print_tables(summary: dict[str, Any], modes: tuple[str, ...]) -> None:
 
 
 def _modes(value: str) -> str:
-    unknown = [
-        m
-        for m in value.split(",")
-        if m.partition(":")[0] not in MODES or not (m.partition(":")[2] or "0").isdigit()
-    ]
+    def known(mode: str) -> bool:
+        name, _, wait_ms = mode.partition(":")
+        return name in MODES and (wait_ms or "0").isdigit()
+
+    unknown = [m for m in value.split(",") if not known(m)]
     if unknown or not value:
         raise argparse.ArgumentTypeError(f"modes are {', '.join(MODES)}; not {unknown or value!r}")
     return value

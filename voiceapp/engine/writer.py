@@ -22,7 +22,7 @@ from .guard import Action, GuardSettings, ReplyGuard, numbers_in
 from .history import History
 from .inference import Inference, TokenStream
 from .llm import LLMOptions, Message, PromptUsage
-from .prompt import PromptBuilder
+from .prompt import PromptBuilder, Turn
 from .response import Response
 from .speaker import Speech
 
@@ -67,9 +67,13 @@ class ReplyWriter:
 
     def messages(self, user_text: str | None, instructions: str | None = None) -> list[Message]:
         """The prompt: system, worked examples, history as sent, then `user_text` if given."""
+        turn = None if user_text is None else self.prompt.turn(user_text)
+        return self._messages(turn, instructions)
+
+    def _messages(self, turn: Turn | None, instructions: str | None) -> list[Message]:
         history = self._history.for_llm(self.settings.history_budget_chars)
-        if user_text is not None:
-            history.append({"role": "user", "content": self.prompt.turn(user_text).content})
+        if turn is not None:
+            history.append({"role": "user", "content": turn.content})
         return self.prompt.messages(history, instructions)
 
     def sent_form(self, user_text: str) -> str | None:
@@ -91,9 +95,11 @@ class ReplyWriter:
         `speech`, which the caller ends. True: it was a direct answer. Raises
         `InferenceError` when the LLM fails; what was said by then stands."""
         cfg = self.settings
-        messages = self.messages(user_text, instructions)
+        # the caller's words are read against the facts once, for the prompt and the answer
+        turn = None if user_text is None else self.prompt.turn(user_text)
+        messages = self._messages(turn, instructions)
         chunker = ClauseChunker(cfg.chunker)
-        direct = self._direct_answer(user_text) if instructions is None else None
+        direct = self._direct_answer(turn) if instructions is None else None
         guard = self._guard(messages, extra=direct or "")
         trace = response.trace
         trace.mark("llm_start")
@@ -139,14 +145,15 @@ class ReplyWriter:
             log.info("response %s cut by the reply guard: %s", response.id, guard.reason)
         return direct is not None
 
-    def _direct_answer(self, user_text: str | None) -> str | None:
-        """The fact to speak as written for the caller's last words, if one answers them."""
-        if user_text is None:
+    def _direct_answer(self, turn: Turn | None) -> str | None:
+        """The fact to speak as written for the caller's last words (`turn`, or the
+        history's last message), if one answers them."""
+        if turn is None:
             last = self._history.messages[-1] if self._history.messages else None
             if last is None or last["role"] != "user":
                 return None
-            user_text = last["content"]
-        return self.prompt.turn(user_text).direct
+            turn = self.prompt.turn(last["content"])
+        return turn.direct
 
     def _guard(self, messages: list[Message], *, extra: str = "") -> ReplyGuard:
         """The reply's guard: numbers it may state are those its prompt (or `extra`,

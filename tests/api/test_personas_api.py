@@ -95,6 +95,7 @@ def test_update_and_delete(api: Api) -> None:
             "greeting",
         ),
         ({"name": "X", "instructions": "y", "greeting": "hi", "voice": "no-such-voice"}, "voice"),
+        ({"name": "X", "instructions": "y", "greeting": "hi", "voice": "en\x00US"}, "voice"),
         ({"name": "X", "instructions": "y", "greeting": "hi", "slug": "assistant"}, "slug"),
         (
             {"name": "X", "instructions": "y", "greeting": "hi", "allowed_origins": ["nope"]},

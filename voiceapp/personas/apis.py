@@ -39,8 +39,18 @@ class VoiceSerializer(serializers.ModelSerializer):
         fields = ["id", "name", "language", "quality", "sample_rate"]
 
 
+class VoiceIdField(serializers.SlugRelatedField):
+    """A voice by its id. An id with a NUL in it names no voice: Postgres would
+    refuse the lookup itself, and that must be the caller's 400, not our 500."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if isinstance(data, str) and "\x00" in data:
+            self.fail("does_not_exist", slug_name=self.slug_field, value=data)
+        return super().to_internal_value(data)
+
+
 class PersonaSerializer(serializers.ModelSerializer):
-    voice = serializers.SlugRelatedField(
+    voice = VoiceIdField(
         slug_field="voice_id", queryset=Voice.objects.filter(is_available=True), required=False
     )
     llm_backend = serializers.ChoiceField(choices=LLMBackend.choices, required=False)

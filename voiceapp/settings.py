@@ -344,7 +344,10 @@ ASR_MODEL_PATH = env.str("ASR_MODEL_PATH", default="")
 INFERENCE_DEVICE = env.str("INFERENCE_DEVICE", default="auto")
 ASR_DEVICE = env.str("ASR_DEVICE", default="")
 ASR_COMPUTE_TYPE = env.str("ASR_COMPUTE_TYPE", default="default")
-ASR_THREADS = env.int("ASR_THREADS", default=2)
+# Whisper replicas (readings at once: a turn's final one need not wait for a live
+# caption's) and threads per replica; on 2 cores one thread is as fast as two.
+ASR_THREADS = env.int("ASR_THREADS", default=1)
+ASR_REPLICAS = env.int("ASR_REPLICAS", default=2)
 LLM_MODEL_PATH = env.str("LLM_MODEL_PATH", default="")
 # Token generation on one core leaves the other to TTS of the first clause
 # (measured: 1 thread generates SmolLM2 as fast as 2); prompts use both.

@@ -46,6 +46,25 @@ async def test_asr_request_is_transcribed_by_a_worker(
     assert transcript.queue_ms is not None and transcript.queue_ms > 0
 
 
+async def test_a_turns_reading_starts_while_a_captions_is_being_read(
+    start_worker: StartWorker, client: ChannelsInference, clips: dict[str, Clip]
+) -> None:
+    # given a worker whose Whisper has two replicas (one slot each)
+    worker = await start_worker()
+    assert worker.advert().slots["asr"] == 2
+    # when a long reading (a live caption) is in progress and a second one is sent
+    caption = asyncio.create_task(client.transcribe(clips["long"].at(16000), "en"))
+    assert await wait_until(lambda: worker.advert().busy["asr"] == 1, 10)
+    turn = asyncio.create_task(client.transcribe(clips["capital"].at(16000), "en"))
+    # then the worker takes the second at once instead of queueing it behind the first
+    both = await wait_until(lambda: worker.advert().busy["asr"] == 2, 10)
+    long, capital = await asyncio.gather(caption, turn)
+    assert both
+    # and each reading has its own words
+    assert {"table", "vegetarian"} <= words(long.text), long
+    assert {"capital", "france"} <= words(capital.text), capital
+
+
 async def test_end_of_turn_scores_come_back_from_a_worker(
     start_worker: StartWorker, client: ChannelsInference, models: LocalInference
 ) -> None:

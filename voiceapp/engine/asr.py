@@ -55,8 +55,11 @@ class WhisperSettings:
     model_path: str
     compute_type: str = "int8"
     device: str = "cpu"  # or "cuda" (devices.asr_device resolves ASR_DEVICE)
-    cpu_threads: int = 2
-    num_workers: int = 1
+    # One thread per replica, two replicas: measured on 2 cores (docs/PERFORMANCE.md,
+    # 2026-12-02 18:40), one thread reads a question as fast as two or faster, and a
+    # second replica lets the turn's final reading start while a caption's runs.
+    cpu_threads: int = 1
+    num_workers: int = 2  # CTranslate2 replicas: readings that run at once
     # Silence after the audio inside the encoder window: with less, tiny.en gets
     # short utterances wrong more often ("How is not we know today" at 1 s).
     pad_seconds: float = 2.0

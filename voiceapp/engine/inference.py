@@ -196,6 +196,7 @@ class LocalInference:
         self.executor = ThreadPoolExecutor(max_workers=max_threads, thread_name_prefix="infer")
         self.llm_slots = llm_slots
         self._llm_slot = threading.Semaphore(llm_slots)
+        self.asr_slots = asr_slots
         self._asr_slot = threading.Semaphore(asr_slots)
         self._tts_slot = threading.Semaphore(tts_slots)
 

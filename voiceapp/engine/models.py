@@ -34,7 +34,8 @@ class ModelSettings:
     inference_device: str = "auto"  # auto, cpu or cuda: where every model runs (devices.py)
     asr_compute_type: str = "default"  # int8 on the CPU, float16 on a GPU
     asr_device: str = ""  # cpu, cuda or auto; "" follows inference_device
-    asr_threads: int = 2
+    asr_threads: int = 1  # per replica
+    asr_replicas: int = 2  # readings at once (a turn's final one beside a caption's)
     llm_model_path: str = ""
     llm_threads: int = 1
     llm_batch_threads: int = 2
@@ -82,6 +83,7 @@ def load_inference(settings: ModelSettings, *, warm_up: bool = True) -> LocalInf
                 compute_type=compute_type,
                 device=device,
                 cpu_threads=settings.asr_threads,
+                num_workers=settings.asr_replicas,
                 pad_seconds=PAD_SECONDS[name],
             )
         )
@@ -143,6 +145,7 @@ def load_inference(settings: ModelSettings, *, warm_up: bool = True) -> LocalInf
         http_llm=http_llm,
         eou=eou,
         llm_slots=llm.slots,
+        asr_slots=settings.asr_replicas,
         asr_model=settings.asr_model,
         asr_loader=load_asr,
         devices=plan,

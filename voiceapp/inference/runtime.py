@@ -82,6 +82,7 @@ def model_settings() -> ModelSettings:
         asr_compute_type=settings.ASR_COMPUTE_TYPE,
         asr_device=settings.ASR_DEVICE,
         asr_threads=settings.ASR_THREADS,
+        asr_replicas=settings.ASR_REPLICAS,
         llm_model_path=settings.LLM_MODEL_PATH,
         llm_threads=settings.LLM_THREADS,
         llm_batch_threads=settings.LLM_BATCH_THREADS,

@@ -56,7 +56,8 @@ from .protocol import (
 
 log = logging.getLogger(__name__)
 
-DEFAULT_SLOTS = {"asr": 1, "llm": 1, "tts": 2, "eou": 1}
+# ASR and LLM slots: as many readings and replies as the loaded models run at once.
+DEFAULT_SLOTS = {"tts": 2, "eou": 1}
 STOP_TIMEOUT_S = 1.0
 SEEN_REQUESTS = 4096
 LAYER_RETRY_FIRST_S = 0.1
@@ -86,7 +87,12 @@ class InferenceWorker:
         self.layer = layer
         self.inference = inference
         self.kinds = kinds
-        self.slots = {**DEFAULT_SLOTS, "llm": inference.llm_slots, **(slots or {})}
+        self.slots = {
+            **DEFAULT_SLOTS,
+            "llm": inference.llm_slots,
+            "asr": inference.asr_slots,
+            **(slots or {}),
+        }
         self.channel = ""
         self.ready = asyncio.Event()
         self.served = dict.fromkeys(KINDS, 0)
@@ -398,7 +404,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
     parser.add_argument("--prefix", default="asgi", help="channel layer prefix")
     parser.add_argument("--kinds", default=",".join(KINDS))
-    parser.add_argument("--asr-threads", type=int, default=2)
+    parser.add_argument("--asr-threads", type=int, default=1, help="per replica")
+    parser.add_argument("--asr-replicas", type=int, default=2, help="readings at once")
     parser.add_argument("--llm-threads", type=int, default=1)
     parser.add_argument("--llm-batch-threads", type=int, default=2)
     parser.add_argument("--tts-threads", type=int, default=1)
@@ -415,6 +422,7 @@ def main(argv: list[str] | None = None) -> None:
     inference = load_inference(
         ModelSettings(
             asr_threads=args.asr_threads,
+            asr_replicas=args.asr_replicas,
             llm_threads=args.llm_threads,
             llm_batch_threads=args.llm_batch_threads,
             tts_threads=args.tts_threads,

@@ -118,6 +118,13 @@ def test_a_websocket_call_records_the_client_ip(tenant_a: Tenant, settings) -> N
         assert connected
         created = json.loads(await communicator.receive_from(timeout=30))
         await communicator.disconnect(code=1000, timeout=10)
+        # The call's inference streams linger a few seconds after it ends (no worker
+        # runs here to take its prompt read): as a server's loop would, outlive them,
+        # or their Redis connections are closed after this loop is gone.
+        deadline = asyncio.get_running_loop().time() + 30
+        while others := asyncio.all_tasks() - {asyncio.current_task()}:  # they start others
+            assert asyncio.get_running_loop().time() < deadline, others
+            await asyncio.wait(others, timeout=1)
         return created  # type: ignore[no-any-return]
 
     created = asyncio.run(scenario())

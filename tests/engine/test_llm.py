@@ -83,6 +83,39 @@ def test_next_turn_of_a_call_reuses_its_cached_prompt(llm: LlamaLLM) -> None:
     assert shared >= 0.7 * (len(new_prompt) - 4), (shared, len(new_prompt))
 
 
+def test_a_turn_waits_for_its_calls_context_while_a_cancelled_reply_frees_it(
+    llm: LlamaLLM,
+) -> None:
+    # given a call whose history its context has read
+    history = [SYSTEM, {"role": "user", "content": "My name is Ada. " * 40 + "Say hello."}]
+    ada = LLMOptions(max_tokens=4, temperature=0.0, session="ada-busy")
+    "".join(llm.stream(history, ada, threading.Event()))
+    # and a reply of the call still running on that context (it is being cancelled)
+    running, cancel = threading.Event(), threading.Event()
+
+    def old_reply() -> None:
+        for _ in llm.stream(history, replace(ada, max_tokens=200), cancel):
+            running.set()
+            time.sleep(0.02)
+
+    thread = threading.Thread(target=old_reply)
+    thread.start()
+    assert running.wait(30)
+    # when the call's next turn asks while the other context is free, and the old reply
+    # is cancelled a moment later
+    threading.Timer(0.2, cancel.set).start()
+    usage = PromptUsage()
+    turn = [
+        *history,
+        {"role": "assistant", "content": "Hello Ada."},
+        {"role": "user", "content": "Hi"},
+    ]
+    "".join(llm.stream(turn, ada, threading.Event(), usage))
+    thread.join(timeout=30)
+    # then the turn ran on the call's own context, its history read from the cache
+    assert usage.cached_tokens >= prompt_tokens(llm._contexts[0].llama, history) - 2, usage
+
+
 def test_a_reply_counts_the_prompt_tokens_it_read(llm: LlamaLLM) -> None:
     # given a call's first turn, on a context that served another call before
     llama = llm._contexts[0].llama

@@ -20,6 +20,10 @@ from typing import Any, Protocol
 
 Message = dict[str, str]
 
+# How long a call's request waits for its own llama context while that one is busy
+# (a cancelled reply of the call still reading), before it takes another context.
+OWN_CONTEXT_WAIT_S = 2.0
+
 
 @dataclass(frozen=True, slots=True)
 class LLMOptions:
@@ -185,14 +189,31 @@ class LlamaLLM:
         return len(llama.tokenize(text.encode(), add_bos=False, special=False))
 
     def _acquire(self, session: str, cancel: threading.Event) -> _Context | None:
+        """A free context, the call's own (the one that served it last) if it can.
+
+        While the call's own context is busy (a reply it cancelled is still reading its
+        prompt: llama.cpp stops between tokens only), the request waits for it up to
+        `OWN_CONTEXT_WAIT_S` instead of taking a free one: there the call's whole
+        history would be read cold (seconds for a long one on a 2-core CPU).
+        """
+        give_up_own_at = time.monotonic() + OWN_CONTEXT_WAIT_S
         with self._free:
             while not cancel.is_set():
+                own = [c for c in self._contexts if session and c.session == session]
+                latest = max(own, key=lambda c: c.used_at) if own else None
                 free = [c for c in self._contexts if not c.busy]
+                if latest is not None and latest.busy and time.monotonic() < give_up_own_at:
+                    free = []  # the own context is worth the wait
                 if free:
-                    own = [c for c in free if session and c.session == session]
-                    context = own[0] if own else min(free, key=lambda c: c.used_at)
+                    mine = [c for c in free if c in own]
+                    context = (
+                        max(mine, key=lambda c: c.used_at)
+                        if mine
+                        else min(free, key=lambda c: c.used_at)
+                    )
                     context.busy = True
                     context.session = session
+                    context.used_at = time.monotonic()
                     return context
                 self._free.wait(timeout=0.05)
         return None

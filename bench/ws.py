@@ -114,6 +114,17 @@ async def ask(
         # a WebRTC caller's v2v measures (its frames carry silence too)
         "client_audible_v2v_ms": audible_v2v,
         "server": response.get("latency") or {},
+        "prompt": _prompt_of(response.get("usage") or {}),
+    }
+
+
+def _prompt_of(usage: dict[str, Any]) -> dict[str, int | None]:
+    """The prompt the reply's LLM read, and how much of it its context held already:
+    a long prompt read cold is a slow first token."""
+    details = usage.get("input_token_details") or {}
+    return {
+        "input_tokens": usage.get("input_tokens"),
+        "cached_tokens": details.get("cached_tokens"),
     }
 
 
@@ -159,6 +170,7 @@ def _spans_of(turn: dict[str, Any]) -> dict[str, Any]:
         "transcript": turn["transcript"],
         "client_v2v_ms": turn["client_v2v_ms"],
         **{name: server.get(name) for name in keep},
+        **turn.get("prompt", {}),
     }
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
@@ -60,9 +61,11 @@ async def start_worker(
 ) -> AsyncIterator[Callable[..., InferenceWorker]]:
     """Start in-process workers (each with its own layer connection) on this test's prefix."""
     tasks: list[asyncio.Task[None]] = []
+    layers: list[RedisChannelLayer] = []
 
     async def start(**kwargs: object) -> InferenceWorker:
-        worker = InferenceWorker(make_layer(), models, **kwargs)  # type: ignore[arg-type]
+        layers.append(make_layer())
+        worker = InferenceWorker(layers[-1], models, **kwargs)  # type: ignore[arg-type]
         tasks.append(asyncio.create_task(worker.run()))
         await worker.ready.wait()
         await asyncio.sleep(0.3)  # let its receive loops reach Redis
@@ -72,6 +75,11 @@ async def start_worker(
     for task in tasks:
         task.cancel()
     await asyncio.wait(tasks, timeout=3)
+    # A receive whose cancellation redis-py swallowed in a blocking pop would hang the
+    # loop's shutdown (CI once timed out there): closing its connections ends it.
+    for layer in layers:
+        with contextlib.suppress(Exception):
+            await layer.close_pools()
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from voiceapp.engine.audio import (
     read_audio_file,
     resample,
     to_mono_float,
+    trim_leading_quiet,
 )
 
 
@@ -149,3 +150,29 @@ def test_read_audio_file_rejects_what_is_not_audio(tmp_path: Path) -> None:
     # and a missing file is the usual OSError
     with pytest.raises(FileNotFoundError):
         read_audio_file(tmp_path / "missing.wav")
+
+
+def test_leading_quiet_is_trimmed_to_a_short_fade_and_the_sound_kept() -> None:
+    # given 60 ms of low noise (-60 dBFS) before a tone, at 24 kHz
+    rate = 24000
+    rng = np.random.default_rng(7)
+    quiet = (0.001 * rng.uniform(-1, 1, int(0.06 * rate))).astype(np.float32)
+    sound = tone(440, rate, 0.2)[1:]  # starts off zero, as speech does
+    # when its leading quiet is trimmed
+    out = trim_leading_quiet(np.concatenate([quiet, sound]), rate)
+    # then 10 ms of the quiet is left before the sound, fading in from silence
+    assert len(out) == len(sound) + int(0.01 * rate)
+    assert np.array_equal(out[-len(sound) :], sound)
+    assert abs(out[0]) == 0.0
+    assert np.all(np.abs(out[: int(0.01 * rate)]) <= 0.001)
+
+
+@pytest.mark.parametrize("lead_ms", [0, 5])
+def test_audio_that_starts_within_the_kept_quiet_or_is_all_quiet_is_unchanged(
+    lead_ms: int,
+) -> None:
+    rate = 24000
+    sound = np.concatenate([np.zeros(lead_ms * rate // 1000, np.float32), tone(440, rate, 0.1)])
+    silence = np.zeros(rate // 10, np.float32)
+    assert np.array_equal(trim_leading_quiet(sound, rate), sound)
+    assert np.array_equal(trim_leading_quiet(silence, rate), silence)

@@ -1,10 +1,14 @@
 """Reply speech with the real TTS: clauses in order, audio released paced against real time."""
 
 import asyncio
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
+from voiceapp.engine.audio import pcm16_to_float
 from voiceapp.engine.frames import ErrorFrame, Frame, ResponseDone, TextClause, TTSAudio
 from voiceapp.engine.inference import InferenceError, LocalInference
 from voiceapp.engine.models import default_voice
@@ -47,6 +51,11 @@ class Output:
 
 def samples(frame: TTSAudio) -> int:
     return len(frame.pcm) // 2
+
+
+def first_sound(audio: np.ndarray) -> int:
+    """The index of the first sample over -50 dBFS."""
+    return int(np.flatnonzero(np.abs(audio) > 0.003)[0])
 
 
 @dataclass
@@ -146,6 +155,30 @@ async def test_clauses_are_spoken_in_order_each_with_its_own_audio(
     released = [sum(samples(f) for _, f in audio if f.clause_index == i) for i in range(3)]
     assert released == made
     assert made[1] > 2 * max(made[0], made[2])
+
+
+async def test_a_reply_starts_with_its_first_sound_not_the_voices_leading_silence(
+    models: LocalInference, task_owner: TaskOwner
+) -> None:
+    # given a clause that Piper starts with tens of milliseconds of silence
+    clause = "Our office opens at nine."
+    voice = default_voice()
+    made = np.concatenate(list(models.tts.synthesize(clause, voice, threading.Event())))
+    lead_in_ms = 1000.0 * first_sound(made) / models.tts.sample_rate(voice)
+    assert lead_in_ms > 30
+    # when it is the first clause of a reply, and again the second
+    spoken = say_reply(models, task_owner, [clause, clause], lead_ms=100_000)
+    async with asyncio.timeout(60):
+        await spoken.speech.finished()
+    # then the reply's audio starts within 11 ms of its first sound, faded in from silence
+    audio = spoken.out.audio()
+    first = np.concatenate([pcm16_to_float(f.pcm) for _, f in audio if f.clause_index == 0])
+    assert 1000.0 * first_sound(first) / RATE <= 11
+    assert abs(first[0]) < 0.001
+    # and the second clause keeps its lead-in: the pause between clauses is the voice's own
+    second = np.concatenate([pcm16_to_float(f.pcm) for _, f in audio if f.clause_index == 1])
+    assert 1000.0 * first_sound(second) / RATE > 30
+    assert len(first) < len(second)
 
 
 async def test_a_paused_reply_releases_nothing_and_resumes_paced_from_what_was_heard(

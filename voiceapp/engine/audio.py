@@ -68,6 +68,27 @@ def resample(samples: np.ndarray, in_rate: int, out_rate: int) -> np.ndarray:
     return soxr.resample(samples.astype(np.float32, copy=False), in_rate, out_rate, quality="HQ")
 
 
+def trim_leading_quiet(
+    samples: np.ndarray, rate: int, *, floor: float = 0.003, keep_ms: float = 10.0
+) -> np.ndarray:
+    """Drop the quiet before the first sound, keeping `keep_ms` of it, faded in.
+
+    A voice model starts an utterance with some silence (Piper: 0-65 ms before the
+    first sound); at the start of a reply the caller waits through it. `floor` is
+    the level (full scale 1) that counts as sound: -50 dBFS, under any consonant.
+    """
+    loud = np.flatnonzero(np.abs(samples) > floor)
+    if not len(loud):
+        return samples
+    start = max(0, int(loud[0]) - int(rate * keep_ms / 1000))
+    if start == 0:
+        return samples
+    out = samples[start:].astype(np.float32, copy=True)
+    fade = min(int(loud[0]) - start, len(out))  # the kept quiet only: the sound is untouched
+    out[:fade] *= np.linspace(0.0, 1.0, fade, endpoint=False, dtype=np.float32)
+    return out
+
+
 class StreamResampler:
     """Streaming float32 mono resampler that keeps filter state between chunks."""
 

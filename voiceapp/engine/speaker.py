@@ -3,9 +3,10 @@
 The call decides *when* a reply is spoken, paused, resumed or cut off; the
 speaker knows *how*. `ReplySpeaker.start(response)` gives a `Speech`: clauses
 said into it go to TTS one at a time, in order, while the LLM keeps writing;
-their audio is resampled to the call's output rate and released as `TTSAudio`
-in `chunk_ms` pieces, at most `lead_ms` ahead of real time, so that speech over
-the reply can stop it with little already sent. Nothing is released before
+their audio is resampled to the call's output rate (the reply's first sound
+without the voice's leading silence) and released as `TTSAudio` in `chunk_ms`
+pieces, at most `lead_ms` ahead of real time, so that speech over the reply can
+stop it with little already sent. Nothing is released before
 the response is committed, nor while it is paused (`pause`), and a resumed
 reply is paced on from what the caller has heard (`resume`).
 
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .audio import float_to_pcm16, resample
+from .audio import float_to_pcm16, resample, trim_leading_quiet
 from .frames import Frame, TextClause, TTSAudio
 from .inference import Inference, InferenceError
 from .response import Response
@@ -142,6 +143,8 @@ class ReplySpeaker:
                 try:
                     async for chunk in stream:
                         out = resample(chunk.samples, chunk.sample_rate, settings.sample_rate)
+                        if index == 0 and total == 0:  # the caller is waiting for this sound
+                            out = trim_leading_quiet(out, settings.sample_rate)
                         total += len(out)
                         if settings.sequential:  # the baseline releases audio once all is made
                             whole.append(out)

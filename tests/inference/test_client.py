@@ -8,13 +8,14 @@ import time
 from collections.abc import Callable
 
 import pytest
+from channels.layers import InMemoryChannelLayer
 from channels_redis.core import RedisChannelLayer
 
 from tests.support.clips import Clip, words
-from voiceapp.engine.inference import InferenceError, collect
+from voiceapp.engine.inference import AudioChunk, InferenceError, collect
 from voiceapp.engine.llm import LLMOptions
 from voiceapp.engine.models import default_voice
-from voiceapp.inference.client import ChannelsInference, ClientSettings
+from voiceapp.inference.client import ChannelsInference, ChannelStream, ClientSettings
 from voiceapp.inference.protocol import CHANNELS, WORKER_CHANNEL_PREFIX
 from voiceapp.inference.worker import InferenceWorker
 
@@ -242,3 +243,23 @@ async def test_a_malformed_reply_fails_the_request_and_stops_its_worker(
     # ... and the worker is told to stop
     cancel = await asyncio.wait_for(worker.receive(garbler), 3.0)
     assert cancel == {"type": "inference.cancel", "request_id": request_id}
+
+
+def test_a_stream_closed_after_its_loop_ended_sends_nothing_and_raises_nothing() -> None:
+    # given a request sent in a loop that ended before any worker answered it
+    client = ChannelsInference(InMemoryChannelLayer(), ClientSettings(accept_timeout_s=5.0))
+
+    async def send_and_leave() -> ChannelStream[AudioChunk]:
+        stream = client.synthesize("Hello.", default_voice())
+        waiting = asyncio.create_task(stream.__anext__())
+        await asyncio.sleep(0.05)
+        waiting.cancel()
+        return stream
+
+    stream = asyncio.run(send_and_leave())
+    # when the stream is closed with no loop running (as a garbage collector would)
+    closing = stream.aclose()
+    # then the close ends at once, without reaching for a loop
+    with pytest.raises(StopIteration):
+        closing.send(None)
+    assert not client.readers

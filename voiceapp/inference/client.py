@@ -349,7 +349,9 @@ class ChannelStream(Generic[T]):
         if self._finished:
             return
         self._finished = True
-        if not self._started:
+        if not self._started or not _loop_running():
+            # Never sent, or closed by the garbage collector after its loop ended (an
+            # engine generator finalised late): nothing can be sent or awaited now.
             return
         if self._worker and not completed:
             await self._cancel(self._worker, self._request_id)
@@ -367,6 +369,14 @@ class ChannelStream(Generic[T]):
 
     async def aclose(self) -> None:
         await self._finish()
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 # What each kind's stream yields, from the one reply type that kind is answered with.

@@ -32,10 +32,8 @@ from aiortc import (
     RTCDataChannel,
     RTCIceServer,
     RTCPeerConnection,
-    RTCRtpReceiver,
     RTCSessionDescription,
 )
-from aiortc.jitterbuffer import JitterBuffer
 from aiortc.mediastreams import MediaStreamError
 from aiortc.sdp import SessionDescription
 from asgiref.sync import sync_to_async
@@ -55,6 +53,7 @@ from sessions.realtime.limits import (
     MAX_INBOUND_MESSAGES,
     MAX_PENDING_EVENTS,
 )
+from sessions.rtp_input import install_input_buffer
 from sessions.runner import call_id_from_session, start_realtime_session
 from voiceapp.engine.audio import StreamResampler, float_to_pcm16, pcm16_to_float
 from voiceapp.tenants.services import token_hash
@@ -151,23 +150,6 @@ class OutputAudioTrack(MediaStreamTrack):
         frame.time_base = fractions.Fraction(1, RATE)
         self.frames_sent += 1
         return frame
-
-
-def shorten_jitter_buffer(receiver: RTCRtpReceiver, frames: int) -> None:
-    """Hold `frames` (at least 1) caller audio frames for reordering instead of aiortc's 4.
-
-    aiortc hands an audio frame on only once `prefetch` newer frames have arrived: at
-    its 4 the call hears every 20 ms frame 80 ms late, so the end of a question, and
-    the reply, come 80 ms later than over a WebSocket. aiortc takes no option for it,
-    so the receiver's buffer is replaced before the first packet arrives (the test
-    `test_caller_audio_waits_for_one_frame_not_four` notices if aiortc renames it).
-    """
-    attribute = "_RTCRtpReceiver__jitter_buffer"
-    current = getattr(receiver, attribute, None)
-    if not isinstance(current, JitterBuffer):
-        log.warning("aiortc's receiver has no jitter buffer where expected; leaving it")
-        return
-    setattr(receiver, attribute, JitterBuffer(capacity=current.capacity, prefetch=max(1, frames)))
 
 
 # ----- the transport the realtime session talks to ---------------------------
@@ -414,7 +396,7 @@ class WebRTCCall:
             self._inputs.append(track)
             for receiver in self.pc.getReceivers():
                 if receiver.track is track:
-                    shorten_jitter_buffer(receiver, settings.WEBRTC_INPUT_JITTER_FRAMES)
+                    install_input_buffer(receiver, settings.WEBRTC_INPUT_JITTER_FRAMES)
 
     def _on_datachannel(self, channel: RTCDataChannel) -> None:
         if channel.label != EVENTS_LABEL:

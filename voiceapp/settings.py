@@ -284,9 +284,9 @@ TURN_CREDENTIAL_TTL_S = env.int("TURN_CREDENTIAL_TTL_S", default=3600)
 WEBRTC_CONNECT_TIMEOUT_S = env.float("WEBRTC_CONNECT_TIMEOUT_S", default=15.0)
 # Tests keep media on loopback: ICE gathers 127.0.0.1 only.
 WEBRTC_LOOPBACK_ONLY = env.bool("WEBRTC_LOOPBACK_ONLY", default=False)
-# Caller audio frames held for reordering before they reach the call. aiortc holds 4
-# (80 ms more before the call hears the end of a question); 1 is the least it allows.
-WEBRTC_INPUT_JITTER_FRAMES = env.int("WEBRTC_INPUT_JITTER_FRAMES", default=1)
+# Caller audio frames held for reordering before they reach the call (sessions/rtp_input.py).
+# 0: none, each frame as it arrives (a late one is dropped); aiortc's own holds 4 (80 ms).
+WEBRTC_INPUT_JITTER_FRAMES = env.int("WEBRTC_INPUT_JITTER_FRAMES", default=0)
 # How often a call on a plan without overage re-reads the org's remaining time
 # (sooner when less than this is left).
 BILLING_QUOTA_CHECK_S = env.float("BILLING_QUOTA_CHECK_S", default=10.0)

@@ -150,6 +150,10 @@ def summarize(turns: list[dict[str, Any]]) -> dict[str, Any]:
         "turns": len(turns),
         "answered": len(ok),
         "client_v2v_ms": stats([t["client_v2v_ms"] for t in ok]),
+        # to the first sample over 2 % of full scale: what the caller hears begin
+        "client_audible_v2v_ms": stats(
+            [t["client_audible_v2v_ms"] for t in ok if t["client_audible_v2v_ms"] is not None]
+        ),
     }
     for span in (*SPAN_NAMES[:-1], "asr_queue_ms"):  # response.latency leaves out send_ms
         values = [t["server"].get(span) for t in ok if t["server"].get(span) is not None]

@@ -373,7 +373,8 @@ INFERENCE_LIVENESS_TIMEOUT_S = env.float("INFERENCE_LIVENESS_TIMEOUT_S", default
 # Admission control (sessions/admission.py): each worker advertises the calls it is
 # sized for: INFERENCE_MAX_CALLS, or (0) its cores times INFERENCE_CALLS_PER_CORE.
 INFERENCE_MAX_CALLS = env.int("INFERENCE_MAX_CALLS", default=0)
-INFERENCE_CALLS_PER_CORE = env.float("INFERENCE_CALLS_PER_CORE", default=1.0)
+# 0.5: the knee `./dev bench load` measures on a 2-core CPU worker (docs/CAPACITY.md).
+INFERENCE_CALLS_PER_CORE = env.float("INFERENCE_CALLS_PER_CORE", default=0.5)
 # A worker whose requests wait longer than this in the queue (p95) takes no new calls.
 INFERENCE_WAIT_BUDGET_MS = env.float("INFERENCE_WAIT_BUDGET_MS", default=250.0)
 ADMISSION_RETRY_AFTER_S = env.int("ADMISSION_RETRY_AFTER_S", default=5)

@@ -17,13 +17,12 @@ from __future__ import annotations
 import logging
 
 from aiortc import RTCRtpReceiver
-from aiortc.jitterbuffer import JitterBuffer, JitterFrame
+from aiortc.jitterbuffer import MAX_MISORDER, JitterBuffer, JitterFrame
 from aiortc.rtp import RtpPacket
+from aiortc.utils import uint16_add
 
 log = logging.getLogger(__name__)
 
-SEQUENCE_SPAN = 1 << 16
-MAX_MISORDER = 100  # further back than this is a restarted sequence, not a late packet
 RECEIVER_BUFFER = "_RTCRtpReceiver__jitter_buffer"  # aiortc's private attribute
 
 
@@ -43,9 +42,11 @@ class ArrivalBuffer:
     def add(self, packet: RtpPacket) -> tuple[bool, JitterFrame | None]:
         sequence = packet.sequence_number
         if self._last is not None:
-            ahead = (sequence - self._last) % SEQUENCE_SPAN
-            if ahead == 0 or SEQUENCE_SPAN - ahead < MAX_MISORDER:
-                self.dropped += 1  # a repeat, or older than one already heard
+            behind = uint16_add(self._last, -sequence)
+            # a repeat, or older than one already heard; further back than aiortc's
+            # MAX_MISORDER is a restarted sequence, taken as new
+            if behind < MAX_MISORDER:
+                self.dropped += 1
                 return False, None
         self._last = sequence
         data: bytes = packet._data  # type: ignore[attr-defined]  # the receiver depayloads into it

@@ -46,8 +46,8 @@ def session_object(
         "model": model,
         "output_modalities": list(settings.output_modalities),
         "instructions": settings.instructions,
-        "tools": [],
-        "tool_choice": "auto",
+        "tools": settings.tools_api(),
+        "tool_choice": settings.tool_choice_api(),
         "max_output_tokens": settings.max_output_tokens,
         "tracing": None,
         "prompt": None,
@@ -93,6 +93,31 @@ def text_item(item_id: str, role: str, text: str) -> dict[str, Any]:
     }
 
 
+def function_call_item(
+    item_id: str, status: str, call_id: str, name: str, arguments: str
+) -> dict[str, Any]:
+    return {
+        "id": item_id,
+        "object": "realtime.item",
+        "type": "function_call",
+        "status": status,
+        "call_id": call_id,
+        "name": name,
+        "arguments": arguments,
+    }
+
+
+def tool_output_item(item_id: str, call_id: str, output: str) -> dict[str, Any]:
+    return {
+        "id": item_id,
+        "object": "realtime.item",
+        "type": "function_call_output",
+        "status": "completed",
+        "call_id": call_id,
+        "output": output,
+    }
+
+
 def assistant_item(
     item_id: str, status: str, transcript: str | None, *, audio: bool
 ) -> dict[str, Any]:
@@ -117,7 +142,7 @@ def response_object(
     response_id: str,
     conversation_id: str,
     status: str,
-    item: dict[str, Any] | None = None,
+    output: list[dict[str, Any]] | None = None,
     **extra: Any,
 ) -> dict[str, Any]:
     return {
@@ -134,6 +159,6 @@ def response_object(
                 "voice": settings.voice_id,
             }
         },
-        "output": [item] if item else [],
+        "output": output or [],
         **extra,
     }

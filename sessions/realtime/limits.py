@@ -27,6 +27,11 @@ MAX_INSTRUCTIONS_CHARS = 16_000  # session or response instructions: "invalid_va
 MAX_HISTORY_ITEMS = 100  # kept in memory (and copied to the live store); oldest dropped, no error
 MAX_RECORDED_ITEMS = 500  # transcript rows written per call; later items are not stored, no error
 
+# Tools (session.tools).
+MAX_TOOLS = 32  # functions in session.tools: "invalid_value"
+MAX_TOOL_DESCRIPTION_CHARS = 1_024  # one tool's description: "invalid_value"
+MAX_TOOL_SCHEMA_CHARS = 8_000  # one tool's parameters, as JSON: "invalid_value"
+
 # Replies.
 MAX_OUTPUT_TOKENS = 4096  # max_output_tokens a secret-key caller may ask for: "invalid_value"
 INF_OUTPUT_TOKENS = 1024  # what "inf" means for a secret-key caller

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, TypeAdapter, ValidationError
 
 from sessions.realtime.errors import ClientError
 from sessions.realtime.limits import (
@@ -27,6 +27,8 @@ from sessions.realtime.limits import (
     MAX_ITEM_TEXT_CHARS,
     MAX_JSON_DEPTH,
     MAX_OUTPUT_TOKENS,
+    MAX_TOOL_DESCRIPTION_CHARS,
+    MAX_TOOLS,
     MIN_IDLE_TIMEOUT_MS,
 )
 from voiceapp import safejson
@@ -109,6 +111,27 @@ class Audio(Strict):
     output: AudioOutput | None = None
 
 
+ToolName = Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")]
+
+
+class FunctionTool(Strict):
+    """A function the model may call (`session.tools`); `parameters` is its JSON
+    schema, checked by `settings.parse_session_update`."""
+
+    type: Literal["function"] = "function"
+    name: ToolName
+    description: Annotated[str, Field(max_length=MAX_TOOL_DESCRIPTION_CHARS)] = ""
+    parameters: dict[str, Any] | None = None
+
+
+class ToolChoiceFunction(Strict):
+    type: Literal["function"]
+    name: ToolName
+
+
+ToolChoice = Literal["auto", "none", "required"] | ToolChoiceFunction
+
+
 class SessionBody(Strict):
     """``session`` of ``session.update``. Fields left out keep their value."""
 
@@ -118,9 +141,10 @@ class SessionBody(Strict):
     output_modalities: list[Literal["audio", "text"]] | None = None
     max_output_tokens: OutputTokens | None = None
     audio: Audio | None = None
+    tools: Annotated[list[FunctionTool], Field(max_length=MAX_TOOLS)] | None = None
+    tool_choice: ToolChoice | None = None
+    parallel_tool_calls: bool | None = None  # accepted; a reply makes at most one call
     # OpenAI options this server does not serve, accepted in their neutral form.
-    tools: Annotated[list[Any], Field(max_length=0)] | None = None
-    tool_choice: Literal["auto", "none"] | None = None
     tracing: None = None
     prompt: None = None
     include: Annotated[list[str], Field(max_length=8)] | None = None
@@ -169,10 +193,33 @@ class MessageItem(Strict):
         return "\n".join(part.text for part in self.content)
 
 
+class FunctionCallOutputItem(Strict):
+    """A tool's output for a call the model made (`response.output_item.done`)."""
+
+    id: Id | None = None
+    type: Literal["function_call_output"]
+    object: Literal["realtime.item"] | None = None
+    status: Literal["completed", "incomplete", "in_progress"] | None = None
+    call_id: Id
+    output: Annotated[str, Field(max_length=MAX_ITEM_TEXT_CHARS)]
+
+
+def _item_type(value: Any) -> str:
+    kind = value.get("type", "message") if isinstance(value, dict) else "message"
+    return kind if kind == "function_call_output" else "message"
+
+
+Item = Annotated[
+    Annotated[MessageItem, Tag("message")]
+    | Annotated[FunctionCallOutputItem, Tag("function_call_output")],
+    Discriminator(_item_type),
+]
+
+
 class ConversationItemCreate(ClientEvent):
     type: Literal["conversation.item.create"]
     previous_item_id: Id | None = None
-    item: MessageItem
+    item: Item
 
 
 class ConversationItemTruncate(ClientEvent):
@@ -264,6 +311,7 @@ def parse_client_event(raw: str | bytes, *, max_bytes: int) -> AnyClientEvent:
 _FIELD = re.compile(r"^[a-z_]+$")
 _UNION_TAGS = frozenset(
     {"server_vad", "semantic_vad", "int", "str", "float", "bool", "none", "dict", "list"}
+    | {"message", "function_call_output"}
 )
 
 

@@ -479,15 +479,18 @@ class RealtimeSession:
 
     async def _item_create(self, event: protocol.ConversationItemCreate) -> None:
         item = event.item
-        text = item.text()
-        if not text.strip():
-            raise ClientError("invalid_value", "The message is empty.", "item.content")
         if self._client_items >= MAX_CLIENT_ITEMS:
             raise ClientError(
                 "conversation_item_limit",
                 f"A call takes at most {MAX_CLIENT_ITEMS} conversation items from the client.",
                 "item",
             )
+        if isinstance(item, protocol.FunctionCallOutputItem):
+            await self._tool_output(item)
+            return
+        text = item.text()
+        if not text.strip():
+            raise ClientError("invalid_value", "The message is empty.", "item.content")
         self._client_items += 1
         item_id = item.id or events.new_id("item")
         self.call.add_message(item.role, text)
@@ -501,6 +504,28 @@ class RealtimeSession:
             await self._send({"type": kind, "previous_item_id": previous, "item": full})
         if item.role == "user":
             self._record(self._recorder.user_item(item_id, text, self._elapsed()))
+        self._remember_history()
+
+    async def _tool_output(self, item: protocol.FunctionCallOutputItem) -> None:
+        """A client tool's output: the next reply reads it (`response.create` asks
+        for that reply, as the Realtime API has it)."""
+        name = self.call.add_tool_output(item.call_id, item.output)
+        if name is None:
+            raise ClientError(
+                "item_not_found",
+                f"No function call “{item.call_id}” was made in this conversation.",
+                "item.call_id",
+            )
+        self._client_items += 1
+        item_id = item.id or events.new_id("item")
+        full = events.tool_output_item(item_id, item.call_id, item.output)
+        previous = self.translator.chain(item_id)
+        for kind in (
+            "conversation.item.created",
+            "conversation.item.added",
+            "conversation.item.done",
+        ):
+            await self._send({"type": kind, "previous_item_id": previous, "item": full})
         self._remember_history()
 
     async def _truncate(self, event: protocol.ConversationItemTruncate) -> None:

@@ -9,6 +9,7 @@ the settings into the engine's `CallConfig` in one step.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -19,9 +20,18 @@ from sessions.realtime.limits import (
     INF_OUTPUT_TOKENS,
     MAX_IDLE_TIMEOUT_MS,
     MAX_OUTPUT_TOKENS,
+    MAX_TOOL_SCHEMA_CHARS,
 )
-from sessions.realtime.protocol import SemanticVad, ServerVad, SessionBody, client_error
+from sessions.realtime.protocol import (
+    FunctionTool,
+    SemanticVad,
+    ServerVad,
+    SessionBody,
+    ToolChoice,
+    client_error,
+)
 from voiceapp.engine.call import CallConfig
+from voiceapp.engine.tools import ToolSpec, schema_problem
 from voiceapp.engine.tts import VoiceSpec
 
 SEMANTIC_EAGERNESS_MS = {"low": 1200, "medium": 600, "auto": 600, "high": 300}
@@ -131,6 +141,8 @@ class SessionSettings:
     vad: TurnDetection
     voice_id: str
     speed: float
+    tools: tuple[ToolSpec, ...] = ()
+    tool_choice: str = "auto"  # "auto", "none", "required" or a tool's name
 
     @classmethod
     def from_config(cls, cfg: CallConfig) -> SessionSettings:
@@ -158,6 +170,8 @@ class SessionSettings:
             ),
             voice_id=cfg.voice.voice_id,
             speed=cfg.voice.speed,
+            tools=cfg.llm.tools,
+            tool_choice=cfg.llm.tool_choice,
         )
 
     @property
@@ -173,6 +187,22 @@ class SessionSettings:
         """The client's idle timeout, when it set one (else the persona's applies)."""
         ms = self.vad.idle_timeout_ms
         return ms / 1000 if ms is not None else None
+
+    def tools_api(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "type": "function",
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.schema(),
+            }
+            for t in self.tools
+        ]
+
+    def tool_choice_api(self) -> str | dict[str, str]:
+        if self.tool_choice in ("auto", "none", "required"):
+            return self.tool_choice
+        return {"type": "function", "name": self.tool_choice}
 
     def transcription(self) -> dict[str, Any]:
         shown: dict[str, Any] = {"model": self.transcription_model, "language": self.language}
@@ -237,6 +267,22 @@ def parse_session_update(
         reply = allowed.inf_output_tokens if tokens == "inf" else tokens
         new = replace(new, max_output_tokens=tokens, reply_tokens=reply)
 
+    if body.tools is not None:
+        tools = _tool_specs(body.tools)
+        if isinstance(tools, ClientError):
+            return tools
+        new = replace(new, tools=tools)
+    if body.tool_choice is not None:
+        new = replace(new, tool_choice=_tool_choice(body.tool_choice))
+    if new.tool_choice not in ("auto", "none", "required") and new.tool_choice not in {
+        t.name for t in new.tools
+    }:
+        return ClientError(
+            "invalid_value",
+            f"tool_choice names “{new.tool_choice}”, which is not in session.tools.",
+            "session.tool_choice",
+        )
+
     audio_in = body.audio.input if body.audio else None
     audio_out = body.audio.output if body.audio else None
     if audio_in is not None:
@@ -277,6 +323,34 @@ def parse_session_update(
     return new
 
 
+def _tool_specs(tools: list[FunctionTool]) -> tuple[ToolSpec, ...] | ClientError:
+    """`session.tools` as the engine's tools: names unique, schemas usable."""
+    specs: list[ToolSpec] = []
+    for index, tool in enumerate(tools):
+        param = f"session.tools[{index}]"
+        if any(spec.name == tool.name for spec in specs):
+            return ClientError(
+                "invalid_value", f"Two tools are named “{tool.name}”.", f"{param}.name"
+            )
+        schema = tool.parameters or {"type": "object", "properties": {}}
+        problem = schema_problem(schema)
+        if problem:
+            return ClientError("invalid_value", f"{param}.parameters: {problem}", param)
+        text = json.dumps(schema, ensure_ascii=False)
+        if len(text) > MAX_TOOL_SCHEMA_CHARS:
+            return ClientError(
+                "invalid_value",
+                f"{param}.parameters may be at most {MAX_TOOL_SCHEMA_CHARS} characters of JSON.",
+                f"{param}.parameters",
+            )
+        specs.append(ToolSpec(tool.name, tool.description, text))
+    return tuple(specs)
+
+
+def _tool_choice(choice: ToolChoice) -> str:
+    return choice if isinstance(choice, str) else choice.name
+
+
 def _merge_turn_detection(current: TurnDetection, td: ServerVad | SemanticVad) -> TurnDetection:
     """Fields the client left out keep their last value."""
     given = {k: getattr(td, k) for k in td.model_fields_set if getattr(td, k) is not None}
@@ -310,7 +384,12 @@ def to_call_config(
         instructions=settings.instructions,
         speak=settings.speaks,
         language=settings.language,
-        llm=replace(cfg.llm, max_tokens=settings.reply_tokens),
+        llm=replace(
+            cfg.llm,
+            max_tokens=settings.reply_tokens,
+            tools=settings.tools,
+            tool_choice=settings.tool_choice,
+        ),
         voice=replace(voice or cfg.voice, speed=settings.speed),
     )
     if not settings.turn_detection_on:

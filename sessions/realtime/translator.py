@@ -26,6 +26,7 @@ from voiceapp.engine.frames import (
     SpeechStarted,
     SpeechStopped,
     TextClause,
+    ToolCallMade,
     TranscriptFailed,
     TranscriptFinal,
     TranscriptPartial,
@@ -42,6 +43,14 @@ class Reply:
     audio_ms: float = 0.0
     heard: str | None = None
     done: asyncio.Event = field(default_factory=asyncio.Event)
+    # The response's output items, in order: its message (added with its first words)
+    # and the function calls it made, as the events showed them once done.
+    message_index: int | None = None
+    outputs: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def calls(self) -> list[dict[str, Any]]:
+        return [item for item in self.outputs if item["type"] == "function_call"]
 
 
 class AudioOut(Protocol):
@@ -209,6 +218,8 @@ class Translator:
             if reply is not None:
                 reply.heard = frame.heard_text
             self._flush_audio()
+        elif isinstance(frame, ToolCallMade):
+            await self._on_tool_call(frame)
         elif isinstance(frame, ResponseDone):
             await self._on_response_done(frame)
         elif isinstance(frame, ErrorFrame):
@@ -218,7 +229,7 @@ class Translator:
         return {
             "response_id": reply.response_id,
             "item_id": reply.item_id,
-            "output_index": 0,
+            "output_index": reply.message_index or 0,
             "content_index": 0,
         }
 
@@ -226,6 +237,7 @@ class Translator:
         reply = self.replies.get(frame.response_id)
         if reply is None:
             return
+        await self._add_message(reply)
         delta = (" " if reply.transcript else "") + frame.text.strip()
         reply.transcript.append(delta)
         if self._settings().speaks:
@@ -240,6 +252,7 @@ class Translator:
     async def _on_token(self, frame: LLMToken) -> None:
         reply = self.replies.get(frame.response_id)
         if reply is not None and "text" in self._settings().output_modalities:
+            await self._add_message(reply)
             reply.text.append(frame.text)
             await self._send(
                 {"type": "response.output_text.delta", **self._ids(reply), "delta": frame.text}
@@ -253,6 +266,7 @@ class Translator:
         settings = self._settings()
         if not settings.speaks:
             return
+        await self._add_message(reply)
         self._host.reply_audio(reply.item_id, frame.pcm, frame.sample_rate)
         if not self._audio_out.audio_as_events:
             await self._audio_out.send_audio(frame.pcm, frame.sample_rate)
@@ -266,13 +280,12 @@ class Translator:
             }
         )
 
-    def _response(self, reply: Reply, status: str, item: Any = None, **extra: Any) -> Any:
+    def _response(self, reply: Reply, status: str, **extra: Any) -> Any:
         return events.response_object(
             self._settings(),
             response_id=reply.response_id,
             conversation_id=self.conversation_id,
             status=status,
-            item=item,
             **extra,
         )
 
@@ -284,13 +297,20 @@ class Translator:
         await self._send(
             {"type": "response.created", "response": self._response(reply, "in_progress")}
         )
+
+    async def _add_message(self, reply: Reply) -> None:
+        """The reply's message item, announced with its first words (a reply that only
+        calls a tool has none)."""
+        if reply.message_index is not None:
+            return
+        reply.message_index = len(reply.outputs)
         audio = self._settings().speaks
         item = events.assistant_item(reply.item_id, "in_progress", None, audio=audio)
         await self._send(
             {
                 "type": "response.output_item.added",
                 "response_id": reply.response_id,
-                "output_index": 0,
+                "output_index": reply.message_index,
                 "item": item,
             }
         )
@@ -301,6 +321,60 @@ class Translator:
         part = {"type": "audio", "transcript": ""} if audio else {"type": "text", "text": ""}
         await self._send({"type": "response.content_part.added", **self._ids(reply), "part": part})
 
+    async def _on_tool_call(self, frame: ToolCallMade) -> None:
+        """A function call item, streamed and done at once (its arguments are whole)."""
+        reply = self.replies.get(frame.response_id)
+        if reply is None:
+            return
+        self._host.touch()
+        index = len(reply.outputs) + (1 if reply.message_index is not None else 0)
+        item_id = events.new_id("item")
+        ids = {"response_id": reply.response_id, "item_id": item_id, "output_index": index}
+        call = {"call_id": frame.call_id}
+        added = events.function_call_item(item_id, "in_progress", frame.call_id, frame.name, "")
+        await self._send(
+            {
+                "type": "response.output_item.added",
+                "response_id": reply.response_id,
+                "output_index": index,
+                "item": added,
+            }
+        )
+        previous = self.chain(item_id)
+        await self._send(
+            {"type": "conversation.item.added", "previous_item_id": previous, "item": added}
+        )
+        await self._send(
+            {
+                "type": "response.function_call_arguments.delta",
+                **ids,
+                **call,
+                "delta": frame.arguments,
+            }
+        )
+        await self._send(
+            {
+                "type": "response.function_call_arguments.done",
+                **ids,
+                **call,
+                "name": frame.name,
+                "arguments": frame.arguments,
+            }
+        )
+        item = events.function_call_item(
+            item_id, "completed", frame.call_id, frame.name, frame.arguments
+        )
+        await self._send(
+            {
+                "type": "response.output_item.done",
+                "response_id": reply.response_id,
+                "output_index": index,
+                "item": item,
+            }
+        )
+        await self._send({"type": "conversation.item.done", "previous_item_id": None, "item": item})
+        reply.outputs.append(item)
+
     async def _on_response_done(self, frame: ResponseDone) -> None:
         reply = self.replies.get(frame.response_id)
         if reply is None:
@@ -310,6 +384,16 @@ class Translator:
         spoken = "".join(reply.transcript) if audio else "".join(reply.text)
         interrupted = frame.status == "cancelled"
         text = reply.heard if (interrupted and reply.heard is not None) else (spoken or frame.text)
+        if reply.message_index is not None or not reply.outputs:
+            await self._finish_message(reply, frame, text)
+        await self._send_done(reply, frame)
+        self.last_assistant = reply
+        reply.done.set()
+        self._host.reply_done(reply, frame, text)
+
+    async def _finish_message(self, reply: Reply, frame: ResponseDone, text: str) -> None:
+        await self._add_message(reply)  # a reply with no words and no call: an empty message
+        audio = self._settings().speaks
         ids = self._ids(reply)
         part: dict[str, Any]
         if audio:
@@ -328,11 +412,14 @@ class Translator:
             {
                 "type": "response.output_item.done",
                 "response_id": reply.response_id,
-                "output_index": 0,
+                "output_index": reply.message_index,
                 "item": item,
             }
         )
         await self._send({"type": "conversation.item.done", "previous_item_id": None, "item": item})
+        reply.outputs.insert(reply.message_index or 0, item)
+
+    async def _send_done(self, reply: Reply, frame: ResponseDone) -> None:
         usage = frame.usage or {}
         latency = {k: v for k, v in frame.latency.items() if k != "send_ms"}
         details: dict[str, Any] | None = None
@@ -358,7 +445,7 @@ class Translator:
                 "response": self._response(
                     reply,
                     frame.status,
-                    item,
+                    output=reply.outputs,
                     status_details=details,
                     usage={
                         "input_tokens": tokens_in,
@@ -375,6 +462,3 @@ class Translator:
                 ),
             }
         )
-        self.last_assistant = reply
-        reply.done.set()
-        self._host.reply_done(reply, frame, text)

@@ -222,7 +222,31 @@ def update(raw: Any, current: SessionSettings, **kw: Any) -> SessionSettings | C
         ({"max_output_tokens": 0}, "invalid_value", "session.max_output_tokens"),
         ({"instructions": 7}, "invalid_value", "session.instructions"),
         ({"type": "transcription"}, "invalid_value", "session.type"),
-        ({"tools": [{"type": "function"}]}, "invalid_value", "session.tools"),
+        ({"tools": [{"type": "function"}]}, "invalid_value", "session.tools[0].name"),
+        ({"tools": [{"name": "look up"}]}, "invalid_value", "session.tools[0].name"),
+        (
+            {"tools": [{"name": "a", "parameters": []}]},
+            "invalid_value",
+            "session.tools[0].parameters",
+        ),
+        (
+            {"tools": [{"name": "a", "parameters": {"type": "string"}}]},
+            "invalid_value",
+            "session.tools[0]",
+        ),
+        (
+            {"tools": [{"name": "a", "parameters": {"properties": {"n": {"type": "date"}}}}]},
+            "invalid_value",
+            "session.tools[0]",
+        ),
+        ({"tools": [{"name": "a"}, {"name": "a"}]}, "invalid_value", "session.tools[1].name"),
+        ({"tools": [{"name": f"t{n}"} for n in range(33)]}, "invalid_value", "session.tools"),
+        (
+            {"tool_choice": {"type": "function", "name": "absent"}},
+            "invalid_value",
+            "session.tool_choice",
+        ),
+        ({"tool_choice": "sometimes"}, "invalid_value", "session.tool_choice"),
         ({"voice": "alloy"}, "unknown_parameter", "session.voice"),
         (
             {"audio": {"input": {"transcription": {"language": "english-uk"}}}},
@@ -366,3 +390,51 @@ def test_a_publishable_key_cannot_stretch_the_idle_timeout(
     assert isinstance(allowed, SessionSettings)
     assert {"output_modalities", "audio.output.speed"} <= PUBLIC_FIELDS
     assert "instructions" not in PUBLIC_FIELDS and "audio.output.voice" not in PUBLIC_FIELDS
+
+
+def test_tools_and_tool_choice_reach_the_call(persona_settings: SessionSettings) -> None:
+    # given tools with a schema, and a named tool choice
+    tools = [
+        {
+            "type": "function",
+            "name": "lookup_order",
+            "description": "Look up an order.",
+            "parameters": {"type": "object", "properties": {"order": {"type": "string"}}},
+        },
+        {"name": "end_call"},
+    ]
+    choice = {"type": "function", "name": "lookup_order"}
+    # when the session is updated
+    settings = update({"tools": tools, "tool_choice": choice}, persona_settings)
+    # then the session shows them as given, and the call's LLM is offered them
+    assert isinstance(settings, SessionSettings)
+    assert [t["name"] for t in settings.tools_api()] == ["lookup_order", "end_call"]
+    assert settings.tools_api()[0]["parameters"] == tools[0]["parameters"]
+    assert settings.tools_api()[1]["parameters"] == {"type": "object", "properties": {}}
+    assert settings.tool_choice_api() == choice
+    base = CallConfig(voice=VoiceSpec(voice_id="en_US-test", model_path="/nonexistent"))
+    llm = to_call_config(settings, base).llm
+    assert [t.name for t in llm.tools] == ["lookup_order", "end_call"]
+    assert llm.tool_choice == "lookup_order"
+    assert [t.name for t in llm.offered_tools] == ["lookup_order"]
+    # and a later update that removes the named tool is refused, changing nothing
+    refused = update({"tools": [{"name": "end_call"}]}, settings)
+    assert isinstance(refused, ClientError) and refused.param == "session.tool_choice"
+
+
+def test_a_function_call_output_item_parses() -> None:
+    event = parse(
+        {
+            "type": "conversation.item.create",
+            "item": {"type": "function_call_output", "call_id": "call_1", "output": "{}"},
+        }
+    )
+    assert isinstance(event.item, protocol.FunctionCallOutputItem)
+    assert (event.item.call_id, event.item.output) == ("call_1", "{}")
+    error = refusal(
+        {
+            "type": "conversation.item.create",
+            "item": {"type": "function_call_output", "output": "{}"},
+        }
+    )
+    assert (error.code, error.param) == ("invalid_value", "item.call_id")

@@ -263,6 +263,11 @@ class VoiceCall:
         sent = self._writer.sent_form(text) if role == "user" else None
         self._history.add(role, text, sent=sent)
 
+    def add_tool_output(self, call_id: str, output: str) -> str | None:
+        """The output of a tool call the LLM made (`ToolCallMade`), for the next reply
+        to read. Returns the tool's name; None when the history holds no such call."""
+        return self._history.add_output(call_id, output)
+
     def trim_history(self, max_messages: int) -> None:
         """Keep only the latest `max_messages` messages of the history."""
         self._history.keep_last(max_messages)
@@ -821,6 +826,7 @@ class VoiceCall:
             return
         if response.user_text is not None or cancelled.heard:
             self.add_message("assistant", cancelled.heard)
+        self._keep_calls(response)
 
     def _finish(self, response: Response, status: ResponseStatus) -> None:
         if response.done(status) is None:
@@ -831,6 +837,12 @@ class VoiceCall:
             reply = response.text.strip()
             self.add_message("assistant", reply)
             self._read_ahead.reply_kept(reply)
+        self._keep_calls(response)
+
+    def _keep_calls(self, response: Response) -> None:
+        """The tool calls a reply made go into the history after its words."""
+        for call in response.tool_calls:
+            self._history.add_call(call)
 
     def _fail(self, response: Response, exc: InferenceError) -> None:
         """End a response on an error (silently while it is still speculative)."""

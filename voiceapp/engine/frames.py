@@ -81,6 +81,17 @@ class LLMToken(Frame):
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCallMade(Frame):
+    """The reply calls a function tool (`arguments`: a JSON object as text). The
+    reply ends with it; the tool's owner answers with `VoiceCall.add_tool_output`."""
+
+    response_id: str
+    call_id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
 class TextClause(Frame):
     """A speakable piece of the reply, released together with its audio."""
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .llm import Message
+from .tools import Message, ToolCall, call_message, is_call, output_message
 
 ROLES = ("user", "assistant", "system")
 
@@ -37,6 +37,25 @@ class History:
         if sent is not None and sent != text:
             self._sent[len(self.messages) - 1] = sent
 
+    def add_call(self, call: ToolCall) -> None:
+        """A tool call of the assistant's (tools.py shows its message's fields)."""
+        self.messages.append(call_message(call))
+
+    def add_output(self, call_id: str, output: str) -> str | None:
+        """The output of the call `call_id`; the tool's name, or None (and nothing
+        added) when no call of that id is in the history."""
+        name = self.call_name(call_id)
+        if name is not None:
+            self.messages.append(output_message(call_id, name, output))
+        return name
+
+    def call_name(self, call_id: str) -> str | None:
+        """The tool that the call `call_id` of the history called, if any."""
+        for message in reversed(self.messages):
+            if is_call(message) and message["tool_call_id"] == call_id:
+                return message["tool_name"]
+        return None
+
     def last(self, role: str) -> str | None:
         """The content of the latest message of `role`, or None."""
         return next((m["content"] for m in reversed(self.messages) if m["role"] == role), None)
@@ -50,7 +69,7 @@ class History:
         """
         self.trim(budget_chars)
         return [
-            {"role": m["role"], "content": self._sent.get(i, m["content"])}
+            {**m, "content": self._sent.get(i, m["content"])}
             for i, m in enumerate(self.messages[self._start :], self._start)
         ]
 
@@ -72,8 +91,8 @@ class History:
         while start > 0 and kept + len(messages[start - 1]["content"]) <= budget_chars // 2:
             start -= 1
             kept += len(messages[start]["content"])
-        while start < len(messages) and messages[start]["role"] == "assistant":
-            start += 1  # begin with a user turn
+        while start < len(messages) and messages[start]["role"] in ("assistant", "tool"):
+            start += 1  # begin with a user turn (a tool's output never without its call)
         dropped = start > self._start
         self._start = max(start, self._start)
         return dropped
@@ -81,7 +100,7 @@ class History:
     def truncate_reply(self, heard: str) -> None:
         """Replace the latest reply with `heard` (what the caller heard of it)."""
         for message in reversed(self.messages):
-            if message["role"] == "assistant":
+            if message["role"] == "assistant" and not is_call(message):
                 message["content"] = heard
                 return
 

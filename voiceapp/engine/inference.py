@@ -26,6 +26,7 @@ from .asr import ASR, DEFAULT_ASR_MODEL, Transcript
 from .devices import DevicePlan
 from .eou import EndOfTurnScorer
 from .llm import LLM, LLMError, LLMOptions, Message, PromptUsage
+from .tools import ToolCall
 from .tts import TTS, VoiceSpec
 
 T = TypeVar("T")
@@ -61,8 +62,9 @@ class Stream(Protocol[T_co]):
     async def aclose(self) -> None: ...
 
 
-class TokenStream(Stream[str], Protocol):
-    """A reply's text deltas, and the prompt tokens its request read.
+class TokenStream(Stream[str | ToolCall], Protocol):
+    """A reply's text deltas (then the tool calls it made, if any), and the prompt
+    tokens its request read.
 
     `usage` is filled in as the backend learns it: the local model before the
     first delta, an HTTP endpoint or a worker at the end of the stream. Read it
@@ -235,7 +237,9 @@ class LocalInference:
         except Exception as exc:
             raise InferenceError(f"ASR failed: {exc}", "asr_failed") from exc
 
-    def generate(self, messages: list[Message], options: LLMOptions) -> ThreadStream[str]:
+    def generate(
+        self, messages: list[Message], options: LLMOptions
+    ) -> ThreadStream[str | ToolCall]:
         usage = PromptUsage()
         if options.backend == "http":
             http = self.http_llm
@@ -296,11 +300,13 @@ class EndpointInference:
     ) -> Transcript:
         return await self.inner.transcribe(audio, language, model)
 
-    def generate(self, messages: list[Message], options: LLMOptions) -> ThreadStream[str]:
+    def generate(
+        self, messages: list[Message], options: LLMOptions
+    ) -> ThreadStream[str | ToolCall]:
         llm = self.llm
         usage = PromptUsage()
 
-        def run(cancel: threading.Event) -> Iterator[str]:
+        def run(cancel: threading.Event) -> Iterator[str | ToolCall]:
             try:
                 yield from llm.stream(messages, options, cancel, usage)
             except LLMError as exc:

@@ -9,16 +9,30 @@ from __future__ import annotations
 import atexit
 import importlib.util
 import json
+import re
 import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-Message = dict[str, str]
+from .tools import (
+    CALL_CLOSE,
+    CALL_OPEN,
+    Message,
+    ToolCall,
+    ToolSpec,
+    call_schema,
+    new_call_id,
+    offered,
+    openai_messages,
+    parse_call,
+    plain_messages,
+    tools_prompt,
+)
 
 # How long a call's request waits for its own llama context while that one is busy
 # (a cancelled reply of the call still reading), before it takes another context.
@@ -35,6 +49,14 @@ class LLMOptions:
     # Penalizes tokens of the last 64 (llama.cpp); small models loop without it.
     # The HTTP backend sends it as frequency_penalty = repeat_penalty - 1.
     repeat_penalty: float = 1.1
+    # Functions the reply may call instead of answering in words (tools.py), and how
+    # it may choose: "auto", "none", "required" or one tool's name.
+    tools: tuple[ToolSpec, ...] = ()
+    tool_choice: str = "auto"
+
+    @property
+    def offered_tools(self) -> tuple[ToolSpec, ...]:
+        return offered(self.tools, self.tool_choice)
 
 
 @dataclass(slots=True)
@@ -58,8 +80,9 @@ class LLM(Protocol):
         options: LLMOptions,
         cancel: threading.Event,
         usage: PromptUsage | None = None,
-    ) -> Iterator[str]:
-        """Yield text deltas of the assistant's reply to `messages`; count its prompt in `usage`."""
+    ) -> Iterator[str | ToolCall]:
+        """Yield text deltas of the assistant's reply to `messages`, or the calls it
+        makes (`options.offered_tools`); count its prompt in `usage`."""
         ...
 
 
@@ -230,31 +253,134 @@ class LlamaLLM:
         options: LLMOptions,
         cancel: threading.Event,
         usage: PromptUsage | None = None,
-    ) -> Iterator[str]:
+    ) -> Iterator[str | ToolCall]:
         context = self._acquire(options.session, cancel)
         if context is None:
             return
         context.usage = usage
         try:
-            chunks: Any = context.llama.create_chat_completion(
-                messages=messages,
-                stream=True,
-                max_tokens=options.max_tokens,
-                temperature=options.temperature,
-                repeat_penalty=options.repeat_penalty,
-            )
-            try:
-                for chunk in chunks:
-                    if cancel.is_set():
-                        break
-                    delta = chunk["choices"][0]["delta"].get("content")
-                    if delta:
-                        yield delta
-            finally:
-                chunks.close()
+            tools = options.offered_tools
+            if tools:
+                yield from _with_tools(context.llama, messages, options, tools, cancel)
+            else:
+                yield from _chat(context.llama, messages, options, cancel)
         finally:
             context.usage = None
             self._release(context)
+
+
+def _chat(
+    llama: Any,
+    messages: list[Message],
+    options: LLMOptions,
+    cancel: threading.Event,
+    grammar: Any = None,
+) -> Iterator[str]:
+    """The reply's text deltas from one llama context (under `grammar`, when given)."""
+    chunks: Any = llama.create_chat_completion(
+        messages=messages,
+        stream=True,
+        max_tokens=options.max_tokens,
+        temperature=options.temperature,
+        repeat_penalty=options.repeat_penalty,
+        grammar=grammar,
+    )
+    try:
+        for chunk in chunks:
+            if cancel.is_set():
+                break
+            delta = chunk["choices"][0]["delta"].get("content")
+            if delta:
+                yield delta
+    finally:
+        chunks.close()
+
+
+CALL_TOKENS = 256  # the most a call may take: its strings are bounded (tools.MAX_ARGUMENT_CHARS)
+
+
+def _with_tools(
+    llama: Any,
+    messages: list[Message],
+    options: LLMOptions,
+    tools: tuple[ToolSpec, ...],
+    cancel: threading.Event,
+) -> Iterator[str | ToolCall]:
+    """A reply that may call one of `tools` (the embedded model).
+
+    The model is told its tools in the system prompt (`tools_prompt`) and reads
+    earlier calls and outputs as plain turns. With `tool_choice` "auto" it writes
+    freely; when its reply opens like a call, that reply is dropped and the call is
+    written again under a grammar made from the tools' schemas, so it is always a
+    well-formed call of an offered tool with every argument. "required" or a
+    named tool go straight to the grammar. The second request reads the same
+    prompt, which the context's KV cache still holds.
+    """
+    prompt = with_tools_prompt(plain_messages(messages), tools, options.tool_choice)
+    if options.tool_choice == "auto":
+        opened = yield from _words_unless_call(_chat(llama, prompt, options, cancel))
+        if not opened or cancel.is_set():
+            return
+    grammar = _call_grammar(tools)
+    text = "".join(_chat(llama, prompt, replace(options, max_tokens=CALL_TOKENS), cancel, grammar))
+    if cancel.is_set():
+        return
+    call = parse_call(text, tools)
+    if call is None:  # cut off by max_tokens: nothing well formed to call
+        raise LLMError(f"The model's tool call was incomplete: {text[:100]}", "llm_failed")
+    yield call
+
+
+def _words_unless_call(deltas: Iterator[str]) -> Generator[str, None, bool]:
+    """Pass a free reply's words on, unless it opens like a call: True then (nothing
+    of it was passed on). Markup later in a reply in words ends it there."""
+    held: str | None = ""
+    for delta in deltas:
+        if held is None:
+            if CALL_OPEN in delta or '{"' in delta:
+                return False
+            yield delta
+            continue
+        held += delta
+        opening = held.lstrip()
+        if opening.startswith((CALL_OPEN, "{")):
+            return True
+        if not CALL_OPEN.startswith(opening):
+            yield held
+            held = None
+    return False
+
+
+def with_tools_prompt(
+    messages: list[Message], tools: tuple[ToolSpec, ...], choice: str
+) -> list[Message]:
+    """`messages` with the tools described at the end of the system prompt."""
+    described = tools_prompt(tools, choice)
+    if messages and messages[0]["role"] == "system":
+        first = {"role": "system", "content": f"{messages[0]['content']}\n\n{described}"}
+        return [first, *messages[1:]]
+    return [{"role": "system", "content": described}, *messages]
+
+
+_grammars: dict[tuple[ToolSpec, ...], Any] = {}
+
+
+def _call_grammar(tools: tuple[ToolSpec, ...]) -> Any:
+    """The GBNF grammar of `<tool_call>{"name": ..., "arguments": {...}}</tool_call>`
+    for `tools` (compiled once per set of tools)."""
+    grammar = _grammars.get(tools)
+    if grammar is None:
+        from llama_cpp import LlamaGrammar
+        from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+        rules = json_schema_to_gbnf(json.dumps(call_schema(tools)))
+        rules = re.sub(r"^root ::=", "call ::=", rules, flags=re.M)
+        text = f'root ::= "{CALL_OPEN}" call "{CALL_CLOSE}"\n{rules}'
+        grammar = LlamaGrammar.from_string(text, verbose=False)
+        if len(_grammars) > 64:
+            _grammars.clear()
+        _grammars[tools] = grammar
+    return grammar
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,8 +403,9 @@ class HttpLLM:
         options: LLMOptions,
         cancel: threading.Event,
         usage: PromptUsage | None = None,
-    ) -> Iterator[str]:
-        """Deltas of the reply; `usage` gets what the server reports, if anything.
+    ) -> Iterator[str | ToolCall]:
+        """Deltas of the reply, then its tool calls; `usage` gets what the server
+        reports, if anything.
 
         The request asks for `stream_options.include_usage` (OpenAI, vLLM and
         llama.cpp's llama-server send a last event with `usage`); a server that
@@ -286,9 +413,10 @@ class HttpLLM:
         count is the server's word, never an estimate of ours.
         """
         s = self.settings
+        tools = options.offered_tools
         body: dict[str, Any] = {
             "model": options.model or s.model or "default",
-            "messages": messages,
+            "messages": openai_messages(messages),
             "stream": True,
             "stream_options": {"include_usage": True},
             "max_tokens": options.max_tokens,
@@ -296,6 +424,9 @@ class HttpLLM:
         }
         if options.repeat_penalty != 1.0:
             body["frequency_penalty"] = round(options.repeat_penalty - 1.0, 3)
+        if tools:  # all of them: a named choice picks one of the session's tools
+            body["tools"] = [t.as_openai() for t in options.tools]
+            body["tool_choice"] = _openai_tool_choice(options.tool_choice)
         headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
         if s.api_key:
             headers["Authorization"] = f"Bearer {s.api_key}"
@@ -327,7 +458,7 @@ class HttpLLM:
             ) from exc
         with response:
             try:
-                yield from _sse_deltas(response, cancel, usage)
+                yield from _sse_deltas(response, cancel, usage, tools)
             except TimeoutError as exc:
                 raise LLMError(
                     f"The LLM endpoint {s.base_url} stopped sending for {s.timeout_s:g} s.",
@@ -340,10 +471,88 @@ class HttpLLM:
                 ) from exc
 
 
+def _openai_tool_choice(choice: str) -> Any:
+    if choice in ("auto", "none", "required"):
+        return choice
+    return {"type": "function", "function": {"name": choice}}
+
+
+class _CallParts:
+    """The `tool_calls` deltas of a chat completion stream, joined by their index."""
+
+    def __init__(self, tools: tuple[ToolSpec, ...]) -> None:
+        self._names = {t.name for t in tools}
+        self._calls: dict[int, dict[str, str]] = {}
+
+    def add(self, deltas: Any) -> None:
+        if not isinstance(deltas, list):
+            return
+        for delta in deltas:
+            if not isinstance(delta, dict):
+                continue
+            index = delta.get("index", 0)
+            call = self._calls.setdefault(
+                index if isinstance(index, int) else 0, {"id": "", "name": "", "arguments": ""}
+            )
+            if isinstance(delta.get("id"), str):
+                call["id"] = delta["id"]
+            function = delta.get("function")
+            if isinstance(function, dict):
+                if isinstance(function.get("name"), str):
+                    call["name"] += function["name"]
+                if isinstance(function.get("arguments"), str):
+                    call["arguments"] += function["arguments"]
+
+    def calls(self) -> list[ToolCall]:
+        """The complete calls, in order. A call of a tool that was not offered, or
+        whose arguments are not a JSON object, is a bad response."""
+        done: list[ToolCall] = []
+        for _, call in sorted(self._calls.items()):
+            if call["name"] not in self._names:
+                raise LLMError(
+                    f"The LLM endpoint called a tool it was not offered: {call['name'][:64]!r}.",
+                    "llm_endpoint_bad_response",
+                )
+            try:
+                arguments = json.loads(call["arguments"] or "{}")
+            except json.JSONDecodeError as exc:
+                raise LLMError(
+                    f"The LLM endpoint sent tool arguments that are not JSON: "
+                    f"{call['arguments'][:100]}",
+                    "llm_endpoint_bad_response",
+                ) from exc
+            if not isinstance(arguments, dict):
+                raise LLMError(
+                    "The LLM endpoint sent tool arguments that are not an object.",
+                    "llm_endpoint_bad_response",
+                )
+            done.append(
+                ToolCall(
+                    call["id"] or new_call_id(),
+                    call["name"],
+                    json.dumps(arguments, ensure_ascii=False),
+                )
+            )
+        return done
+
+
 def _sse_deltas(
-    response: Any, cancel: threading.Event, usage: PromptUsage | None = None
+    response: Any,
+    cancel: threading.Event,
+    usage: PromptUsage | None = None,
+    tools: tuple[ToolSpec, ...] = (),
+) -> Iterator[str | ToolCall]:
+    """Text deltas from an OpenAI-style server-sent event stream, then the tool calls
+    it made (each once complete); its `usage` into `usage`."""
+    calls = _CallParts(tools)
+    yield from _sse_events(response, cancel, usage, calls)
+    if not cancel.is_set():
+        yield from calls.calls()
+
+
+def _sse_events(
+    response: Any, cancel: threading.Event, usage: PromptUsage | None, calls: _CallParts
 ) -> Iterator[str]:
-    """Text deltas from an OpenAI-style server-sent event stream; its `usage` into `usage`."""
     for raw in response:
         if cancel.is_set():
             return
@@ -373,7 +582,10 @@ def _sse_deltas(
         if usage is not None and isinstance(event.get("usage"), dict):
             _read_usage(event["usage"], usage)
         choices = event.get("choices") or [{}]
-        delta = (choices[0].get("delta") or {}).get("content")
+        first = choices[0] if isinstance(choices[0], dict) else {}
+        message = first.get("delta") or {}
+        calls.add(message.get("tool_calls"))
+        delta = message.get("content")
         if delta:
             yield delta
 

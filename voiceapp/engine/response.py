@@ -33,6 +33,7 @@ from .frames import ErrorFrame, Frame, Interruption, ResponseDone, ResponseStatu
 from .history import heard_text
 from .inference import InferenceError
 from .tasks import TaskOwner
+from .tools import ToolCall
 from .tracing import TurnTrace
 
 log = logging.getLogger(__name__)
@@ -99,6 +100,7 @@ class Response:
     empty: bool = False  # the transcript was empty or rejected: nothing to answer
     incomplete: bool = False  # its transcript read as an unfinished phrase
     usage: dict[str, int] = field(default_factory=dict)
+    tool_calls: list[ToolCall] = field(default_factory=list)  # the tools the reply calls
     playing: asyncio.Event = field(default_factory=lambda: _set(asyncio.Event()))  # clear: paused
     eou_probability: float | None = None  # the end-of-turn score of its transcript
     # The response that was active when this one was committed: cancelled once this

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 
 from .chunker import ChunkerSettings, ClauseChunker
-from .frames import LLMToken
+from .frames import LLMToken, ToolCallMade
 from .guard import Action, GuardSettings, ReplyGuard, numbers_in
 from .history import History
 from .inference import Inference, TokenStream
@@ -25,6 +25,7 @@ from .llm import LLMOptions, Message, PromptUsage
 from .prompt import PromptBuilder, Turn
 from .response import Response
 from .speaker import Speech
+from .tools import ToolCall
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +109,7 @@ class ReplyWriter:
         raw = ""
         stopped = False
         try:
-            source: AsyncIterator[str]
+            source: AsyncIterator[str | ToolCall]
             if direct is not None:
                 source = _once(direct)
             else:
@@ -123,6 +124,9 @@ class ReplyWriter:
                     tokens += 1
                     # kept current: a reply cancelled mid-stream reports what it cost
                     response.usage = _usage(stream.usage, tokens)
+                if isinstance(delta, ToolCall):
+                    self._call(response, delta)
+                    continue
                 raw += delta
                 if cfg.sequential:
                     continue
@@ -144,6 +148,14 @@ class ReplyWriter:
         if guard.reason:
             log.info("response %s cut by the reply guard: %s", response.id, guard.reason)
         return direct is not None
+
+    def _call(self, response: Response, call: ToolCall) -> None:
+        """The reply calls a tool: the call goes out and into the history (after the
+        words the reply said before it, which the call adds to the history first)."""
+        trace = response.trace
+        trace.mark("tool_call")
+        response.tool_calls.append(call)
+        response.emit(ToolCallMade(response.id, call.call_id, call.name, call.arguments))
 
     def _direct_answer(self, turn: Turn | None) -> str | None:
         """The fact to speak as written for the caller's last words (`turn`, or the
@@ -201,5 +213,5 @@ def _usage(prompt: PromptUsage, output_tokens: int) -> dict[str, int]:
     }
 
 
-async def _once(text: str) -> AsyncIterator[str]:
+async def _once(text: str) -> AsyncIterator[str | ToolCall]:
     yield text

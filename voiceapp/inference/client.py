@@ -36,6 +36,7 @@ from voiceapp.engine.asr import DEFAULT_ASR_MODEL, Transcript
 from voiceapp.engine.audio import float_to_pcm16, pcm16_to_float
 from voiceapp.engine.inference import AudioChunk, InferenceError
 from voiceapp.engine.llm import LLMOptions, Message, PromptUsage
+from voiceapp.engine.tools import ToolCall
 from voiceapp.engine.tts import VoiceSpec
 
 from .protocol import (
@@ -68,6 +69,7 @@ from .protocol import (
     encode_request,
     encode_tts_payload,
     layer_send,
+    token_item,
     unexpected,
 )
 
@@ -382,10 +384,10 @@ def _loop_running() -> bool:
 # What each kind's stream yields, from the one reply type that kind is answered with.
 
 
-def _decode_token(message: Reply) -> str:
+def _decode_token(message: Reply) -> str | ToolCall:
     if message["type"] != TOKEN:
         raise unexpected(message, TOKEN)
-    return message["text"]
+    return token_item(message)
 
 
 def _decode_audio(message: Reply) -> AudioChunk:
@@ -475,7 +477,9 @@ class ChannelsInference:
             await stream.aclose()
         raise InferenceError("end-of-turn worker finished without a score", "eou_failed")
 
-    def generate(self, messages: list[Message], options: LLMOptions) -> ChannelStream[str]:
+    def generate(
+        self, messages: list[Message], options: LLMOptions
+    ) -> ChannelStream[str | ToolCall]:
         payload = encode_llm_payload(messages, options)
         session = options.session
         if not session:

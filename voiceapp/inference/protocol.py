@@ -16,7 +16,8 @@ tagged with the `request_id`:
     accepted  {"type": "inference.accepted", "request_id", "worker": worker channel}
     heartbeat {"type": "inference.heartbeat", "request_id"}          every 0.2 s while busy
     result    {"type": "inference.result", "request_id", "transcript": {...}}     (asr)
-    token     {"type": "inference.token", "request_id", "text", "queue_ms"?, "usage"?} (llm)
+    token     {"type": "inference.token", "request_id", "text", "queue_ms"?, "usage"?,
+               "tool_call"?: {"call_id", "name", "arguments"}}                    (llm)
     audio     {"type": "inference.audio", "request_id", "pcm": bytes, "sample_rate"} (tts)
     score     {"type": "inference.score", "request_id", "probability"}           (eou)
     done      {"type": "inference.done", "request_id", "queue_ms"?, "usage"?}
@@ -33,9 +34,11 @@ LLM turn is sent to the worker channel of the worker that served its last one
 (it holds the call's prompt in its cache), with a short `accept_by`.
 
 Payloads: asr {"audio": PCM16 16 kHz mono bytes, "language", "model"}; llm {"messages":
-[{"role", "content"}], "max_tokens", "temperature", "model", "backend", "session",
-"repeat_penalty"}; tts {"text", "voice_id", "model_path", "speed"}; eou {"text",
-"previous_reply"} (the probability that the caller's turn is finished after "text").
+[{"role", "content", "tool_call_id"?, "tool_name"?, "tool_arguments"?}], "max_tokens",
+"temperature", "model", "backend", "session", "repeat_penalty", "tools"?: [{"name",
+"description", "parameters": JSON text}], "tool_choice"?}; tts {"text", "voice_id",
+"model_path", "speed"}; eou {"text", "previous_reply"} (the probability that the
+caller's turn is finished after "text").
 An asr "model" of "" means the default model.
 
 An ASR result's "transcript" is {"text", "no_speech_prob", "avg_logprob",
@@ -65,6 +68,7 @@ from typing import Any, Final, Literal, NotRequired, TypedDict, cast
 
 from voiceapp.engine.asr import DEFAULT_ASR_MODEL, Transcript
 from voiceapp.engine.llm import LLMOptions, Message, PromptUsage
+from voiceapp.engine.tools import ToolCall, ToolSpec
 from voiceapp.engine.tts import VoiceSpec
 
 KINDS: tuple[str, ...] = ("asr", "llm", "tts", "eou")
@@ -101,6 +105,22 @@ class AsrPayload(TypedDict):
 class ChatMessage(TypedDict):
     role: str
     content: str
+    # a tool call of the assistant, or a tool's output (engine/tools.py)
+    tool_call_id: NotRequired[str]
+    tool_name: NotRequired[str]
+    tool_arguments: NotRequired[str]
+
+
+class ToolPayload(TypedDict):
+    name: str
+    description: str
+    parameters: str  # the JSON schema, as JSON text
+
+
+class ToolCallPayload(TypedDict):
+    call_id: str
+    name: str
+    arguments: str  # a JSON object, as text
 
 
 class LlmPayload(TypedDict):
@@ -111,6 +131,8 @@ class LlmPayload(TypedDict):
     backend: str
     session: str
     repeat_penalty: float
+    tools: NotRequired[list[ToolPayload]]
+    tool_choice: NotRequired[str]
 
 
 class TtsPayload(TypedDict):
@@ -200,6 +222,7 @@ class TokenMessage(TypedDict):
     type: Literal["inference.token"]
     request_id: str
     text: str
+    tool_call: NotRequired[ToolCallPayload]  # a call the reply made ("text" is empty)
     queue_ms: NotRequired[float | None]
     usage: NotRequired[UsagePayload]
     worker: NotRequired[str]
@@ -413,9 +436,12 @@ def _asr_payload(fields: _Fields) -> AsrPayload:
     }
 
 
+_TOOL_FIELDS = ("tool_call_id", "tool_name", "tool_arguments")
+
+
 def encode_llm_payload(messages: list[Message], options: LLMOptions) -> LlmPayload:
-    return {
-        "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
+    payload: LlmPayload = {
+        "messages": [_chat_message(m) for m in messages],
         "max_tokens": options.max_tokens,
         "temperature": options.temperature,
         "model": options.model,
@@ -423,6 +449,21 @@ def encode_llm_payload(messages: list[Message], options: LLMOptions) -> LlmPaylo
         "session": options.session,
         "repeat_penalty": options.repeat_penalty,
     }
+    if options.tools:
+        payload["tools"] = [
+            {"name": t.name, "description": t.description, "parameters": t.parameters}
+            for t in options.tools
+        ]
+        payload["tool_choice"] = options.tool_choice
+    return payload
+
+
+def _chat_message(m: Message) -> ChatMessage:
+    message: ChatMessage = {"role": m["role"], "content": m["content"]}
+    for name in _TOOL_FIELDS:
+        if name in m:
+            message[name] = m[name]  # type: ignore[literal-required]
+    return message
 
 
 def decode_llm_payload(raw: object) -> LlmPayload:
@@ -430,10 +471,8 @@ def decode_llm_payload(raw: object) -> LlmPayload:
 
 
 def _llm_payload(fields: _Fields) -> LlmPayload:
-    return {
-        "messages": [
-            {"role": m.text("role"), "content": m.text("content")} for m in fields.items("messages")
-        ],
+    payload: LlmPayload = {
+        "messages": [_decoded_message(m) for m in fields.items("messages")],
         "max_tokens": fields.integer("max_tokens"),
         "temperature": fields.number("temperature"),
         "model": fields.text("model"),
@@ -441,10 +480,29 @@ def _llm_payload(fields: _Fields) -> LlmPayload:
         "session": fields.text("session"),
         "repeat_penalty": fields.number("repeat_penalty"),
     }
+    if fields.has("tools"):
+        payload["tools"] = [
+            {
+                "name": t.text("name"),
+                "description": t.text("description"),
+                "parameters": t.text("parameters"),
+            }
+            for t in fields.items("tools")
+        ]
+        payload["tool_choice"] = fields.text("tool_choice")
+    return payload
+
+
+def _decoded_message(m: _Fields) -> ChatMessage:
+    message: ChatMessage = {"role": m.text("role"), "content": m.text("content")}
+    for name in _TOOL_FIELDS:
+        if m.has(name):
+            message[name] = m.text(name)  # type: ignore[literal-required]
+    return message
 
 
 def as_chat_messages(payload: LlmPayload) -> list[Message]:
-    return [{"role": m["role"], "content": m["content"]} for m in payload["messages"]]
+    return [cast(Message, dict(m)) for m in payload["messages"]]
 
 
 def as_llm_options(payload: LlmPayload) -> LLMOptions:
@@ -455,6 +513,10 @@ def as_llm_options(payload: LlmPayload) -> LLMOptions:
         backend=payload["backend"],
         session=payload["session"],
         repeat_penalty=payload["repeat_penalty"],
+        tools=tuple(
+            ToolSpec(t["name"], t["description"], t["parameters"]) for t in payload.get("tools", [])
+        ),
+        tool_choice=payload.get("tool_choice", "auto"),
     )
 
 
@@ -663,14 +725,22 @@ def decode_result(raw: object) -> ResultMessage:
 
 def encode_token(
     request_id: str,
-    text: str,
+    item: str | ToolCall,
     *,
     worker: str,
     queue_ms: float | None = None,
     usage: PromptUsage | None = None,
 ) -> TokenMessage:
-    """`queue_ms` and `usage` go on a reply's first token (each only when known)."""
+    """A text delta or a tool call of a reply. `queue_ms` and `usage` go on a reply's
+    first token (each only when known)."""
+    text = item if isinstance(item, str) else ""
     message: TokenMessage = {"type": TOKEN, "request_id": request_id, "text": text}
+    if isinstance(item, ToolCall):
+        message["tool_call"] = {
+            "call_id": item.call_id,
+            "name": item.name,
+            "arguments": item.arguments,
+        }
     if queue_ms is not None:
         message["queue_ms"] = queue_ms
     if usage is not None:
@@ -686,8 +756,23 @@ def decode_token(raw: object) -> TokenMessage:
         "request_id": fields.name("request_id"),
         "text": fields.text("text"),
     }
+    if fields.has("tool_call"):
+        call = fields.nested("tool_call")
+        message["tool_call"] = {
+            "call_id": call.text("call_id"),
+            "name": call.text("name"),
+            "arguments": call.text("arguments"),
+        }
     _timing(message, fields)
     return cast(TokenMessage, _signed(message, fields))
+
+
+def token_item(message: TokenMessage) -> str | ToolCall:
+    """What a token message carries: its text, or its tool call."""
+    call = message.get("tool_call")
+    if call is None:
+        return message["text"]
+    return ToolCall(call["call_id"], call["name"], call["arguments"])
 
 
 def _timing(message: TokenMessage | DoneMessage, fields: _Fields) -> None:

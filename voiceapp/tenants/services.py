@@ -404,7 +404,8 @@ def llm_endpoint_check(*, endpoint: LLMEndpoint) -> EndpointCheck:
         for delta in HttpLLM(http).stream(messages, options, threading.Event()):
             if first_token_ms is None:
                 first_token_ms = 1000.0 * (time.monotonic() - started)
-            deltas.append(delta)
+            if isinstance(delta, str):  # no tools are offered: only text comes
+                deltas.append(delta)
     except LLMError as exc:
         return EndpointCheck(ok=False, code=exc.code, error=str(exc))
     total_ms = 1000.0 * (time.monotonic() - started)

@@ -495,6 +495,13 @@ class RealtimeSession:
         item_id = item.id or events.new_id("item")
         self.call.add_message(item.role, text)
         full = events.text_item(item_id, item.role, text)
+        await self._echo_item(item_id, full)
+        if item.role == "user":
+            self._record(self._recorder.user_item(item_id, text, self._elapsed()))
+        self._remember_history()
+
+    async def _echo_item(self, item_id: str, full: dict[str, Any]) -> None:
+        """A client's item, as the conversation now holds it, after the latest one."""
         previous = self.translator.chain(item_id)
         for kind in (
             "conversation.item.created",
@@ -502,9 +509,6 @@ class RealtimeSession:
             "conversation.item.done",
         ):
             await self._send({"type": kind, "previous_item_id": previous, "item": full})
-        if item.role == "user":
-            self._record(self._recorder.user_item(item_id, text, self._elapsed()))
-        self._remember_history()
 
     async def _tool_output(self, item: protocol.FunctionCallOutputItem) -> None:
         """A client tool's output: the next reply reads it (`response.create` asks
@@ -519,13 +523,7 @@ class RealtimeSession:
         self._client_items += 1
         item_id = item.id or events.new_id("item")
         full = events.tool_output_item(item_id, item.call_id, item.output)
-        previous = self.translator.chain(item_id)
-        for kind in (
-            "conversation.item.created",
-            "conversation.item.added",
-            "conversation.item.done",
-        ):
-            await self._send({"type": kind, "previous_item_id": previous, "item": full})
+        await self._echo_item(item_id, full)
         self._remember_history()
 
     async def _truncate(self, event: protocol.ConversationItemTruncate) -> None:

@@ -181,3 +181,12 @@ def test_an_endpoints_bad_call_is_a_clear_error(parts: list[str], name: str) -> 
         with pytest.raises(LLMError) as caught:
             list(llm.stream([SYSTEM], options, threading.Event()))
     assert caught.value.code == "llm_endpoint_bad_response"
+
+
+@pytest.mark.slow
+def test_a_read_ahead_of_the_prompt_never_calls(llm: LlamaLLM) -> None:
+    # a one-token request only reads the prompt (readahead.py), whatever the choice
+    options = LLMOptions(max_tokens=1, tools=(ORDER,), tool_choice="required")
+    messages = [SYSTEM, {"role": "user", "content": "Where is my order A1234?"}]
+    items = list(llm.stream(messages, options, threading.Event()))
+    assert all(isinstance(i, str) for i in items)

@@ -296,6 +296,7 @@ def _chat(
         chunks.close()
 
 
+READ_TOKENS = 1  # a request for this many tokens only reads its prompt (readahead.py)
 CALL_TOKENS = 256  # the most a call may take: its strings are bounded (tools.MAX_ARGUMENT_CHARS)
 
 
@@ -317,6 +318,9 @@ def _with_tools(
     prompt, which the context's KV cache still holds.
     """
     prompt = with_tools_prompt(plain_messages(messages), tools, options.tool_choice)
+    if options.max_tokens <= READ_TOKENS:  # a read ahead of the prompt: never a call
+        yield from _words_unless_call(_chat(llama, prompt, options, cancel))
+        return
     if options.tool_choice == "auto":
         opened = yield from _words_unless_call(_chat(llama, prompt, options, cancel))
         if not opened or cancel.is_set():

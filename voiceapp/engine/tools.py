@@ -22,7 +22,6 @@ plain turns its chat template knows (`plain_messages`).
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -31,7 +30,6 @@ from typing import Any
 Message = dict[str, str]  # one chat message (llm.Message)
 
 TOOL_CHOICES = ("auto", "none", "required")
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 @dataclass(frozen=True, slots=True)

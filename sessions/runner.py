@@ -16,6 +16,7 @@ import json
 import logging
 import uuid
 from collections.abc import Awaitable
+from dataclasses import replace
 from typing import Any
 
 from channels.db import database_sync_to_async
@@ -23,8 +24,10 @@ from django.conf import settings
 from django.utils import timezone
 
 from billing.services import call_limits, quota_available_s, quota_guard
-from sessions import admission, recordings, services
+from sessions import recordings, services
+from sessions.actions import PersonaActions
 from sessions.auth import AuthError, CallGrant, grant_revocation_sync
+from sessions.lifecycle import CallSlots
 from sessions.live import LiveStore, live_store
 from sessions.models import Call
 from sessions.realtime import Limits, RealtimeSession, Transport
@@ -41,8 +44,9 @@ from voiceapp.inference.runtime import (
     route_llm,
     vad_model,
 )
-from voiceapp.personas.models import Voice
+from voiceapp.personas.models import Persona, Voice
 from voiceapp.personas.selectors import persona_get_for_call
+from voiceapp.personas.server_tools import persona_tool_targets
 
 log = logging.getLogger(__name__)
 
@@ -74,9 +78,17 @@ class DbRecorder:
     heartbeat puts its slots back (slots also expire by themselves, see live.py)."""
 
     def __init__(
-        self, *, call_id: str, org_id: int, persona_id: int, generation: int, principal: str = ""
+        self,
+        *,
+        call_id: str,
+        org_id: int,
+        persona_id: int,
+        generation: int,
+        slots: CallSlots,
+        principal: str = "",
     ) -> None:
         self.call_id = call_id
+        self.slots = slots
         self.org_id = org_id
         self.persona_id = persona_id
         self.generation = generation
@@ -105,6 +117,17 @@ class DbRecorder:
             text=text,
             at_s=at_s,
             interrupted=interrupted,
+        )
+
+    async def tool_item(self, item_id: str, at_s: float, tool: dict[str, Any], text: str) -> None:
+        self.buffer.submit(
+            "tool_item",
+            services.call_tool_record,
+            call_id=self.call_id,
+            item_id=item_id,
+            at_s=at_s,
+            tool=tool,
+            text=text,
         )
 
     async def truncate(self, item_id: str, text: str) -> None:
@@ -157,15 +180,15 @@ class DbRecorder:
         )
 
     async def heartbeat(self) -> None:
-        store = live_store()
-        await _live("heartbeat", store.heartbeat(org_id=self.org_id, call_id=self.call_id))
-        await _live("heartbeat", store.heartbeat_pool(call_id=self.call_id))
+        await _live("heartbeat", self.slots.heartbeat())
         self._touch()
+
+    async def release(self) -> None:
+        await self.slots.release()
 
     async def ended(self, reason: str) -> None:
         store = live_store()
-        await _live("release", store.release(org_id=self.org_id, call_id=self.call_id))
-        await _live("release", store.release_pool(call_id=self.call_id))
+        await self.slots.release()
         self._touch()
         if reason != "lost":
             await _live("delete", store.delete(self.call_id))
@@ -220,7 +243,9 @@ class DbRecorder:
         self.buffer.submit_end(services.call_end, call_id=self.call_id, reason="lost", at=ended_at)
 
 
-END_DRAIN_S = 3.0  # how long a hang-up waits for the call's record to be written
+# How long a hang-up waits for the call's record to be written (within the
+# session's close budget); a slower database gets the rest from the buffer alone.
+END_DRAIN_S = 1.5
 LOST_CHECK_TRIES = 8
 
 
@@ -264,101 +289,134 @@ async def start_realtime_session(
             offset_s = (timezone.now() - started_at).total_seconds()
     else:
         call_id = str(uuid.uuid4())
+    slots = CallSlots(store, org_id=grant.org_id, call_id=call_id)
     try:
         await db(quota_guard)(org_id=grant.org_id)
-    except AuthError:
-        if resume:  # resumable again once there is time left
-            await store.mark_lost(
-                call_id, principal=grant.principal, ttl_s=settings.CALL_RESUME_WINDOW_S
+        plan_limits = await db(call_limits)(org_id=grant.org_id)
+        await slots.take(cap=plan_limits.max_concurrent_calls, registry=pool_registry())
+    except Exception:
+        if resume:  # resumable again once there is time, a slot or room in the pool
+            await _live(
+                "mark_lost",
+                store.mark_lost(
+                    call_id, principal=grant.principal, ttl_s=settings.CALL_RESUME_WINDOW_S
+                ),
             )
         raise
-    plan_limits = await db(call_limits)(org_id=grant.org_id)
-    cap = plan_limits.max_concurrent_calls
-    if not await store.acquire(org_id=grant.org_id, call_id=call_id, cap=cap):
-        if resume:  # still resumable once a slot frees up
-            await store.mark_lost(
-                call_id, principal=grant.principal, ttl_s=settings.CALL_RESUME_WINDOW_S
-            )
-        raise AuthError(
-            "concurrency_limit",
-            f"Your organization already has {cap} calls in progress; try again later.",
-            429,
+    # What a start that fails from here on must undo, written once: each step that
+    # takes something pushes its undoing; a started call keeps none of them.
+    async with contextlib.AsyncExitStack() as undo:
+        undo.push_async_callback(slots.release)
+        session = await _open_session(
+            undo,
+            grant=grant,
+            persona=persona,
+            slots=slots,
+            call_id=call_id,
+            transport=transport,
+            client_info=client_info,
+            resume=resume,
+            history=history,
+            generation=generation,
+            offset_s=offset_s,
+            plan_max_duration_s=plan_limits.max_call_duration_s,
         )
-    try:
-        await admission.admit(store, pool_registry(), call_id=call_id)
-    except BaseException:
-        await store.release(org_id=grant.org_id, call_id=call_id)
-        if resume:  # still resumable once the pool has room
-            await store.mark_lost(
-                call_id, principal=grant.principal, ttl_s=settings.CALL_RESUME_WINDOW_S
-            )
-        raise
+        undo.pop_all()  # started: from now on the session's close() ends it
+    _watch_key(session, grant)
+    session.spawn(_end_when_quota_exhausted(session, grant.org_id))
+    return session
+
+
+async def _open_session(
+    undo: contextlib.AsyncExitStack,
+    *,
+    grant: CallGrant,
+    persona: Persona,
+    slots: CallSlots,
+    call_id: str,
+    transport: Transport,
+    client_info: dict[str, str],
+    resume: str | None,
+    history: list[dict[str, str]],
+    generation: int,
+    offset_s: float,
+    plan_max_duration_s: int | None,
+) -> RealtimeSession:
+    """The call's record, models and session, started; what fails on the way is
+    undone through `undo`."""
     if resume:
         pending = _pending_ends.pop(call_id, None)
         if pending is not None:
             pending.cancel()
     limits = Limits(
         max_duration_s=min(
-            persona.max_call_duration_s,
-            plan_limits.max_call_duration_s or persona.max_call_duration_s,
+            persona.max_call_duration_s, plan_max_duration_s or persona.max_call_duration_s
         ),
         idle_timeout_s=persona.idle_timeout_s,
         max_message_bytes=settings.REALTIME_MAX_MESSAGE_BYTES,
     )
     # The audio of a resumed call is not recorded: its first connection's is kept.
     capture: CallAudioCapture | None = None
-    try:
-        if persona.record_calls and not resume:
-            capture = CallAudioCapture(
-                await asyncio.to_thread(recordings.spool_path, call_id),
-                max_seconds=limits.max_duration_s + recordings.GOODBYE_ALLOWANCE_S,
-            )
-        if not resume:
-            await db(services.call_start)(
-                call_id=call_id, grant=grant, transport=transport.name, client_info=client_info
-            )
-        recorder = DbRecorder(
-            call_id=call_id,
-            org_id=grant.org_id,
-            persona_id=persona.pk,
-            generation=generation,
-            principal=grant.principal,
+    if persona.record_calls and not resume:
+        capture = CallAudioCapture(
+            await asyncio.to_thread(recordings.spool_path, call_id),
+            max_seconds=limits.max_duration_s + recordings.GOODBYE_ALLOWANCE_S,
         )
-        await recorder.alive(history)
-        endpoint_llm = await db(persona_endpoint_llm)(persona)
-        inference = route_llm(await get_inference(), endpoint_llm)
-        config = call_config_from_persona(persona, own_llm=endpoint_llm is not None)
-        call = VoiceCall(config, inference, await asyncio.to_thread(vad_model))
-        for message in history:
-            call.add_message(message["role"], message["content"])
-        session = RealtimeSession(
-            session_id=session_id_for(call_id),
-            persona_slug=persona.slug,
-            call=call,
-            inference=inference,
-            transport=transport,
-            limits=limits,
-            recorder=recorder,
-            resolve_voice=_resolve_voice,
-            elapsed_offset_s=offset_s,
-            public=bool(grant.origin),  # a widget (publishable-key) caller
-            capture=capture,
+        undo.callback(capture.discard)
+    if not resume:
+        await db(services.call_start)(
+            call_id=call_id, grant=grant, transport=transport.name, client_info=client_info
         )
-        await session.start()
-        if grant.session_config:
-            await session.handle_text(_as_update(grant.session_config))
-        if not resume:
-            session.greet(notice=persona.recording_notice if capture is not None else "")
-    except BaseException:
-        if capture is not None:
-            capture.discard()
-        await store.release(org_id=grant.org_id, call_id=call_id)
-        await store.release_pool(call_id=call_id)
+
+    async def record_failed_start() -> None:  # a resumed call's end is no longer pending
         with contextlib.suppress(Exception):
             await db(services.call_end)(call_id=call_id, reason="error")
-        raise
-    _watch_key(session, grant)
-    session.spawn(_end_when_quota_exhausted(session, grant.org_id))
+
+    undo.push_async_callback(record_failed_start)
+    recorder = DbRecorder(
+        call_id=call_id,
+        org_id=grant.org_id,
+        persona_id=persona.pk,
+        generation=generation,
+        slots=slots,
+        principal=grant.principal,
+    )
+    await recorder.alive(history)
+    endpoint_llm = await db(persona_endpoint_llm)(persona)
+    inference = route_llm(await get_inference(), endpoint_llm)
+    actions = PersonaActions(
+        call_id=call_id,
+        enabled=persona.actions or [],
+        handoff_text=persona.handoff_text,
+        handoff_url=persona.handoff_url,
+        tools=await db(persona_tool_targets)(persona=persona),
+    )
+    config = call_config_from_persona(persona, own_llm=endpoint_llm is not None)
+    config = replace(
+        config, actions=actions.specs(), llm=replace(config.llm, tools=actions.specs())
+    )
+    call = VoiceCall(config, inference, await asyncio.to_thread(vad_model))
+    for message in history:
+        call.add_message(message["role"], message["content"])
+    session = RealtimeSession(
+        session_id=session_id_for(call_id),
+        persona_slug=persona.slug,
+        call=call,
+        inference=inference,
+        transport=transport,
+        limits=limits,
+        recorder=recorder,
+        resolve_voice=_resolve_voice,
+        elapsed_offset_s=offset_s,
+        public=bool(grant.origin),  # a widget (publishable-key) caller
+        capture=capture,
+        actions=actions,
+    )
+    await session.start()
+    if grant.session_config:
+        await session.handle_text(_as_update(grant.session_config))
+    if not resume:
+        session.greet(notice=persona.recording_notice if capture is not None else "")
     return session
 
 

@@ -24,6 +24,8 @@ from django.db import connection
 from sessions import services
 from sessions.auth import CallGrant
 from sessions.models import CallItem, CallTurn
+from sessions.lifecycle import CallSlots
+from sessions.live import live_store
 from sessions.runner import DbRecorder, db
 from voiceapp.tenants.onboarding import organization_onboard
 
@@ -38,7 +40,10 @@ async def one_call():
     await db(services.call_start)(
         call_id=call_id, grant=grant, transport="websocket", client_info={{}}
     )
-    recorder = DbRecorder(call_id=call_id, org_id=org.pk, persona_id=persona.pk, generation=0)
+    slots = CallSlots(live_store(), org_id=org.pk, call_id=call_id)
+    recorder = DbRecorder(
+        call_id=call_id, org_id=org.pk, persona_id=persona.pk, generation=0, slots=slots
+    )
     errors = []
 
     async def turn(n):

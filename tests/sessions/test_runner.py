@@ -220,3 +220,48 @@ def test_a_failing_endpoint_fails_the_response_with_a_clear_error(
     assert "sk-not-the-right-key" not in json.dumps(events)
     done = next(e for e in events if e["type"] == "response.done")["response"]
     assert done["status"] == "failed"
+
+
+def test_a_server_error_or_a_failed_start_frees_the_calls_slots_at_once(
+    tenant_a: Tenant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sessions.live import live_store
+
+    grant = grant_for(tenant_a)
+
+    async def held() -> tuple[int, int]:
+        store = live_store()  # (one per event loop)
+        return await store.active(org_id=tenant_a.org.pk), await store.pool_active()
+
+    async def scenario() -> tuple[tuple[int, int], tuple[int, int], float, tuple[int, int]]:
+        # given a call in progress
+        session = await start_realtime_session(
+            grant=grant, transport=ListTransport(), client_info={}
+        )
+        during = await held()
+        # when handling something fails unexpectedly on the server
+        started = asyncio.get_running_loop().time()
+        try:
+            raise RuntimeError("a bug")
+        except RuntimeError:
+            await session.fail("handling an event")
+        ended_in = asyncio.get_running_loop().time() - started
+        after_error = await held()
+        # and a call whose start fails part-way (its models cannot be reached)
+        monkeypatch.setattr(
+            "sessions.runner.get_inference", lambda: (_ for _ in ()).throw(OSError("no worker"))
+        )
+        with pytest.raises(OSError):
+            await start_realtime_session(grant=grant, transport=ListTransport(), client_info={})
+        return during, after_error, ended_in, await held()
+
+    during, after_error, ended_in, after_failed_start = asyncio.run(scenario())
+
+    # then the call held one organization slot and one pool slot, and both were
+    # free as soon as the error ended it, within the close budget
+    assert during == (1, 1)
+    assert after_error == (0, 0) and ended_in < 4.5
+    # and the failed start holds nothing and leaves its record ended
+    assert after_failed_start == (0, 0)
+    reasons = sorted(Call.objects.values_list("end_reason", flat=True))
+    assert reasons == ["error", "error"]

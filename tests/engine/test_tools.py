@@ -74,7 +74,12 @@ def test_a_required_call_is_always_well_formed(llm: LlamaLLM, text: str) -> None
     call = items[0]
     spec = {t.name: t for t in (ORDER, BOOK, END)}[call.name]
     arguments = json.loads(call.arguments)
-    assert set(arguments) == set(spec.schema().get("properties", {}))
+    properties = spec.schema().get("properties", {})
+    assert set(arguments) == set(properties)
+    # and no string argument is left empty (a call to look up order "" helps nobody)
+    for key, value in arguments.items():
+        if properties[key]["type"] == "string":
+            assert value.strip(), arguments
     if call.name == "book_table":
         assert isinstance(arguments["people"], int)
 

@@ -251,12 +251,15 @@ MAX_ARGUMENT_CHARS = 80  # a string argument the grammar lets the embedded model
 
 
 def _bounded(schema: Any) -> Any:
-    """A string argument of at most `MAX_ARGUMENT_CHARS` (a small model that loses
-    its way inside a string would otherwise write until its token budget ends)."""
+    """A string argument of 1 to `MAX_ARGUMENT_CHARS` characters: a small model that
+    loses its way inside a string would otherwise write until its token budget ends,
+    and one unsure of a value closes the string at once ("order_number": "")."""
     if isinstance(schema, dict) and schema.get("type") == "string" and "enum" not in schema:
         limit = schema.get("maxLength")
         bounded = MAX_ARGUMENT_CHARS if not isinstance(limit, int) else min(limit, 400)
-        return {**schema, "maxLength": bounded}
+        least = schema.get("minLength")
+        least = max(1, least) if isinstance(least, int) else 1
+        return {**schema, "minLength": min(least, bounded), "maxLength": bounded}
     return schema
 
 

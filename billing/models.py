@@ -115,6 +115,7 @@ class UsageRecord(models.Model):
     llm_input_tokens = models.PositiveIntegerField(default=0)
     llm_output_tokens = models.PositiveIntegerField(default=0)
     tts_characters = models.PositiveIntegerField(default=0)
+    tool_calls = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now)
     # When Stripe accepted this row's meter event; null: not sent (yet).
     stripe_reported_at = models.DateTimeField(null=True, blank=True)

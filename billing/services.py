@@ -158,6 +158,7 @@ def usage_record_create(*, call: Call) -> tuple[UsageRecord, bool]:
                 "asr_seconds": round(call.asr_seconds, 3),
                 "llm_input_tokens": call.llm_input_tokens,
                 "llm_output_tokens": call.llm_output_tokens,
+                "tool_calls": call.tool_calls,
                 "tts_characters": call.tts_characters,
             },
         )

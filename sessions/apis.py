@@ -94,7 +94,7 @@ def _query(serializer_class: type[serializers.Serializer], request: Request) -> 
 class CallItemSerializer(serializers.ModelSerializer):
     class Meta:
         model = CallItem
-        fields = ["role", "text", "at_s", "interrupted"]
+        fields = ["role", "text", "at_s", "interrupted", "tool"]
 
 
 class CallTurnSerializer(serializers.ModelSerializer):
@@ -164,9 +164,12 @@ class CallSerializer(serializers.ModelSerializer):
 class CallDetailSerializer(CallSerializer):
     transcript = CallItemSerializer(source="items", many=True, read_only=True)
     turns = CallTurnSerializer(many=True, read_only=True)
+    tool_calls = serializers.IntegerField(
+        read_only=True, help_text="How many actions the agent took (transcript items of role tool)."
+    )
 
     class Meta(CallSerializer.Meta):
-        fields = [*CallSerializer.Meta.fields, "transcript", "turns"]
+        fields = [*CallSerializer.Meta.fields, "tool_calls", "transcript", "turns"]
         read_only_fields = fields
 
 
@@ -187,6 +190,7 @@ class UsageSerializer(serializers.Serializer):
     end = serializers.DateField()
     seconds = serializers.IntegerField(help_text="Billed seconds: each call rounded up.")
     calls = serializers.IntegerField()
+    tool_calls = serializers.IntegerField(help_text="Actions the agent took in these calls.")
     by_persona = UsagePersonaSerializer(many=True)
     by_day = UsageDaySerializer(many=True, help_text="Every day of the range, in order.")
 

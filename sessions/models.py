@@ -60,6 +60,7 @@ class Call(models.Model):
         SERVER_SHUTDOWN = "server_shutdown", "Server shut down"
         REVOKED = "revoked", "Key revoked"
         QUOTA_EXHAUSTED = "quota_exhausted", "Included minutes used up"
+        AGENT_HANGUP = "agent_hangup", "Agent ended the call"
 
     class Source(models.TextChoices):
         """Who placed the call, from the credential that started it."""
@@ -90,6 +91,7 @@ class Call(models.Model):
     llm_input_tokens = models.PositiveIntegerField(default=0)
     llm_output_tokens = models.PositiveIntegerField(default=0)
     tts_characters = models.PositiveIntegerField(default=0)
+    tool_calls = models.PositiveIntegerField(default=0, help_text="Actions the agent took.")
 
     class Meta:
         ordering = ["-started_at"]
@@ -106,6 +108,35 @@ class Call(models.Model):
         return self.ended_at is None
 
 
+class CallerMessage(models.Model):
+    """A message a caller left with the agent (the persona's take_message action),
+    for the organization's inbox. It outlives its call's record (retention)."""
+
+    org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="caller_messages")
+    call = models.ForeignKey(
+        Call, on_delete=models.SET_NULL, null=True, blank=True, related_name="caller_messages"
+    )
+    persona = models.ForeignKey(
+        Persona, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    persona_name = models.CharField(max_length=80)
+    name = models.CharField(max_length=120, blank=True)
+    callback_number = models.CharField(max_length=40, blank=True)
+    message = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now)
+    read_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [
+            models.Index(fields=["org", "read_at"]),
+            models.Index(fields=["org", "-created_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"message from {self.name or 'a caller'}: {self.message[:40]}"
+
+
 class CallItem(models.Model):
     """One transcript entry: what the user said or what the agent actually said."""
 
@@ -113,6 +144,7 @@ class CallItem(models.Model):
         USER = "user", "Caller"
         ASSISTANT = "assistant", "Agent"
         SYSTEM = "system", "System"
+        TOOL = "tool", "Action"
 
     call = models.ForeignKey(Call, on_delete=models.CASCADE, related_name="items")
     item_id = models.CharField(max_length=64)
@@ -120,6 +152,8 @@ class CallItem(models.Model):
     text = models.TextField(blank=True)
     interrupted = models.BooleanField(default=False)
     at_s = models.FloatField(help_text="Seconds since the call started.")
+    # An action's item (role tool): {"name", "arguments", "output", "ok", "ms"}.
+    tool = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -143,6 +177,7 @@ class CallTurn(models.Model):
     llm_first_token_ms = models.FloatField(null=True)
     first_clause_ms = models.FloatField(null=True)
     tts_first_audio_ms = models.FloatField(null=True)
+    tool_ms = models.FloatField(null=True)
     spans = models.JSONField(default=dict)
 
     class Meta:

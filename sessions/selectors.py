@@ -8,7 +8,7 @@ from django.db.models.functions import TruncDate
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
-from sessions.models import Call, CallItem, CallRecording, CallTurn
+from sessions.models import Call, CallerMessage, CallItem, CallRecording, CallTurn
 from voiceapp.personas.models import Persona
 from voiceapp.tenants.models import Organization
 
@@ -49,6 +49,22 @@ def call_list(
     if end is not None:
         calls = calls.filter(started_at__lt=day_bounds(end, end)[1])
     return calls.order_by("-started_at", "-id")
+
+
+def caller_message_list(*, org: Organization, unread_only: bool = False) -> QuerySet[CallerMessage]:
+    """The organization's messages from callers, newest first."""
+    messages = CallerMessage.objects.filter(org=org)
+    if unread_only:
+        messages = messages.filter(read_at=None)
+    return messages.order_by("-created_at", "-pk")
+
+
+def caller_message_get(*, org: Organization, pk: int) -> CallerMessage:
+    return get_object_or_404(CallerMessage.objects.filter(org=org), pk=pk)
+
+
+def caller_message_unread_count(*, org: Organization) -> int:
+    return CallerMessage.objects.filter(org=org, read_at=None).count()
 
 
 def call_get(*, org: Organization, pk: str) -> Call:
@@ -98,6 +114,7 @@ class UsageSummary:
     end: date
     seconds: int
     calls: int
+    tool_calls: int = 0  # actions the agent took in those calls
     by_persona: list[PersonaUsage] = field(default_factory=list)
     by_day: list[DayUsage] = field(default_factory=list)
 
@@ -117,7 +134,9 @@ def usage_summary(
     ended = UsageRecord.objects.filter(org=org, started_at__gte=since, started_at__lt=until)
     if persona is not None:
         ended = ended.filter(persona=persona)
-    totals = ended.aggregate(seconds=Sum("billed_seconds"), calls=Count("id"))
+    totals = ended.aggregate(
+        seconds=Sum("billed_seconds"), calls=Count("id"), tool_calls=Sum("tool_calls")
+    )
     by_persona = [
         PersonaUsage(persona=row["persona__slug"], seconds=row["seconds"], calls=row["calls"])
         for row in ended.values("persona__slug")
@@ -144,6 +163,7 @@ def usage_summary(
         end=end,
         seconds=totals["seconds"] or 0,
         calls=totals["calls"],
+        tool_calls=totals["tool_calls"] or 0,
         by_persona=by_persona,
         by_day=by_day,
     )

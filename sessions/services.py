@@ -4,20 +4,24 @@ web process that dies loses at most the turn in flight."""
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
+from django.core.mail import send_mail
 from django.db import transaction
 from django.db.models import F
+from django.urls import reverse
 from django.utils import timezone
 
 from billing.services import usage_record_create
 from sessions.auth import CallGrant
-from sessions.models import Call, CallItem, CallTurn
+from sessions.models import Call, CallerMessage, CallItem, CallTurn
 from voiceapp.engine.tracing import SPAN_NAMES
 from voiceapp.personas.models import Persona
-from voiceapp.tenants.models import PublishableKey, SecretKey
-from webhooks.services import call_event_on_commit
+from voiceapp.tenants.models import Membership, PublishableKey, Role, SecretKey
+from webhooks.services import call_event_on_commit, emit_event
 
 STORED_SPANS = [name for name in SPAN_NAMES if name != "send_ms"]
 
@@ -71,6 +75,19 @@ def call_item_record(
         item_id=item_id,
         defaults={"role": role, "text": text, "at_s": round(at_s, 3), "interrupted": interrupted},
     )
+
+
+def call_tool_record(
+    *, call_id: str, item_id: str, at_s: float, tool: dict[str, Any], text: str
+) -> None:
+    """An action the agent took, in its place in the transcript, and counted on the call."""
+    _, created = CallItem.objects.update_or_create(
+        call_id=call_id,
+        item_id=item_id,
+        defaults={"role": CallItem.Role.TOOL, "text": text, "at_s": round(at_s, 3), "tool": tool},
+    )
+    if created:
+        Call.objects.filter(pk=call_id).update(tool_calls=F("tool_calls") + 1)
 
 
 def call_item_truncate(*, call_id: str, item_id: str, text: str) -> None:
@@ -146,3 +163,106 @@ def calls_reconcile(*, stale_after_s: float) -> int:
             call_event_on_commit(call_id=str(call.pk), org_id=call.org_id, event_type="call.ended")
             closed += 1
     return closed
+
+
+# ----- messages callers leave (the take_message action) -----------------------------
+
+MESSAGE_MAX_CHARS = 2000
+
+
+@transaction.atomic
+def caller_message_take(
+    *, call_id: str, name: str, callback_number: str, message: str
+) -> CallerMessage:
+    """Store a caller's message for the organization's inbox, emit `message.taken`
+    and email the owners and admins, both once the transaction commits."""
+    call = Call.objects.select_related("org").get(pk=call_id)
+    taken = CallerMessage.objects.create(
+        org=call.org,
+        call=call,
+        persona_id=call.persona_id,
+        persona_name=call.persona_name,
+        name=name.strip()[:120],
+        callback_number=callback_number.strip()[:40],
+        message=message.strip()[:MESSAGE_MAX_CHARS],
+    )
+    emit_event(
+        call.org,
+        "message.taken",
+        caller_message_data(taken),
+        message_id=f"msg_message_taken_{taken.pk}",
+    )
+
+    def email() -> None:
+        from sessions.tasks import send_message_email
+
+        send_message_email.delay(taken.pk)
+
+    transaction.on_commit(email)
+    return taken
+
+
+def caller_message_data(taken: CallerMessage) -> dict[str, Any]:
+    """The `data` of a message.taken event."""
+    return {
+        "id": taken.pk,
+        "call_id": str(taken.call_id) if taken.call_id else None,
+        "persona": taken.persona_name,
+        "name": taken.name,
+        "callback_number": taken.callback_number,
+        "message": taken.message,
+        "created_at": taken.created_at.isoformat(),
+    }
+
+
+@transaction.atomic
+def call_transfer_request(*, call_id: str, reason: str, text: str, url: str) -> dict[str, Any]:
+    """A caller asked for a person and was handed over: emit `call.transfer_requested`
+    (once the transaction commits). Returns the event's data."""
+    call = Call.objects.select_related("org").get(pk=call_id)
+    data = {
+        "call_id": str(call.pk),
+        "persona": call.persona_name,
+        "reason": reason,
+        "handoff_text": text,
+        "handoff_url": url or None,
+        "requested_at": timezone.now().isoformat(),
+    }
+    emit_event(
+        call.org,
+        "call.transfer_requested",
+        data,
+        message_id=f"msg_call_transfer_{call.pk.hex}_{uuid.uuid4().hex[:8]}",
+    )
+    return data
+
+
+def caller_message_mark_read(*, taken: CallerMessage, read: bool = True) -> None:
+    taken.read_at = timezone.now() if read else None
+    taken.save(update_fields=["read_at"])
+
+
+def caller_message_email(*, message_id: int) -> int:
+    """Tell the organization's owners and admins that a caller left a message."""
+    taken = CallerMessage.objects.select_related("org").filter(pk=message_id).first()
+    if taken is None:  # deleted since
+        return 0
+    recipients = list(
+        Membership.objects.filter(org_id=taken.org_id, role__in=[Role.OWNER, Role.ADMIN])
+        .order_by("pk")
+        .values_list("user__email", flat=True)
+    )
+    if not recipients:
+        return 0
+    who = taken.name or "A caller"
+    inbox = settings.SITE_URL + reverse("dashboard:messages")
+    number = taken.callback_number or "no number given"
+    return send_mail(
+        subject=f"{taken.org.name}: a message from {who}",
+        message=(
+            f"{who} ({number}) left a message with {taken.persona_name}:\n\n"
+            f"{taken.message}\n\nSee all messages: {inbox}\n"
+        ),
+        from_email=None,
+        recipient_list=recipients,
+    )

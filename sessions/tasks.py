@@ -2,7 +2,7 @@ from celery import shared_task
 from django.conf import settings
 
 from sessions.recordings import call_recording_encode, recordings_purge_expired
-from sessions.services import calls_reconcile
+from sessions.services import caller_message_email, calls_reconcile
 
 
 @shared_task(name="calls.reconcile_open_calls")
@@ -26,3 +26,9 @@ def encode_recording(
 def purge_expired_recordings() -> int:
     """Beat, daily: delete call recordings past their persona's retention."""
     return recordings_purge_expired()
+
+
+@shared_task(name="calls.send_message_email")
+def send_message_email(message_id: int) -> int:
+    """Email a caller's message to the organization's owners and admins."""
+    return caller_message_email(message_id=message_id)

@@ -13,12 +13,13 @@ from django.test import Client
 from django.urls import URLPattern, reverse
 
 from sessions.auth import CallGrant
-from sessions.models import Call
+from sessions.models import Call, CallerMessage
 from sessions.services import call_end, call_item_record, call_start, call_turn_record
 from tests.support.tenants import Tenant
 from voiceapp.api import urls as api_urls
 from voiceapp.dashboard import urls as dashboard_urls
-from voiceapp.personas.models import Persona, PersonaFact
+from voiceapp.personas.models import Persona, PersonaFact, PersonaTool
+from voiceapp.personas.server_tools import persona_tool_create
 from voiceapp.personas.services import persona_create, persona_fact_create
 from voiceapp.tenants.models import (
     Invitation,
@@ -44,6 +45,9 @@ B_FACT_MARK = "Bravo-Private-Opening-Hours"
 B_LLM_KEY = "sk-bravo-llm-key-do-not-leak"
 B_WEBHOOK_URL = "https://93.184.215.14/bravo-private-hook"
 B_WEBHOOK_MARK = "Bravo-Private-Usage-Event"
+B_MESSAGE_MARK = "Bravo-Private-Caller-Message"
+B_TOOL_URL = "https://93.184.215.16/bravo-private-tool"
+B_TOOL_HEADER = "bravo-tool-api-key-do-not-leak"
 
 
 @dataclass
@@ -60,6 +64,9 @@ class OrgB:
     webhook: WebhookEndpoint
     webhook_secret: str
     delivery: WebhookDelivery
+    message: CallerMessage
+    tool: PersonaTool
+    tool_secret: str
 
     def snapshot(self) -> list[object]:
         """Everything of B's that a successful attack would change."""
@@ -74,6 +81,8 @@ class OrgB:
             LLMEndpoint.objects.filter(pk=self.llm_endpoint.pk).values().first(),
             WebhookEndpoint.objects.filter(pk=self.webhook.pk).values().first(),
             WebhookDelivery.objects.filter(pk=self.delivery.pk).values().first(),
+            CallerMessage.objects.filter(pk=self.message.pk).values("read_at").first(),
+            PersonaTool.objects.filter(pk=self.tool.pk).values().first(),
         ]
 
 
@@ -128,6 +137,22 @@ def org_b(tenant_b: Tenant, django_capture_on_commit_callbacks) -> OrgB:  # type
     )
     with django_capture_on_commit_callbacks(execute=False):  # logged, never sent
         (delivery,) = emit_event(tenant_b.org, "usage.threshold", {"note": B_WEBHOOK_MARK})
+    message = CallerMessage.objects.create(
+        org=tenant_b.org,
+        call=call,
+        persona=persona,
+        persona_name=persona.name,
+        name="Bravo Caller",
+        callback_number="555 0199",
+        message=B_MESSAGE_MARK,
+    )
+    tool, tool_secret = persona_tool_create(
+        persona=persona,
+        name="bravo_lookup",
+        description="Look up a Bravo listing.",
+        url=B_TOOL_URL,
+        headers={"X-Api-Key": B_TOOL_HEADER},
+    )
     return OrgB(
         persona,
         key,
@@ -141,6 +166,9 @@ def org_b(tenant_b: Tenant, django_capture_on_commit_callbacks) -> OrgB:  # type
         webhook,
         webhook_secret,
         delivery,
+        message,
+        tool,
+        tool_secret,
     )
 
 
@@ -169,6 +197,11 @@ TARGETS: dict[str, Callable[[OrgB], object]] = {
     "webhook_delete": lambda b: b.webhook.pk,
     "webhook_delivery": lambda b: b.delivery.pk,
     "webhook_resend": lambda b: b.delivery.pk,
+    "message_mark": lambda b: b.message.pk,
+    "persona_tool_create": lambda b: b.persona.pk,
+    "persona_tool_edit": lambda b: (b.persona.pk, b.tool.pk),
+    "persona_tool_test": lambda b: (b.persona.pk, b.tool.pk),
+    "persona_tool_delete": lambda b: (b.persona.pk, b.tool.pk),
 }
 NOT_TENANT_OWNED = {
     "voice_preview": "voices are the server's shared catalogue",
@@ -206,6 +239,12 @@ def _leaks(content: bytes, b: OrgB) -> list[str]:
         b.delivery.webhook_id,
         str(b.call.pk),
         "Bravo-Private-Caller-Words",
+        B_MESSAGE_MARK,
+        B_TOOL_URL,
+        B_TOOL_HEADER,
+        b.tool_secret,
+        b.tool.headers_encrypted,
+        "bravo_lookup",
     ]
     return [m for m in marks if m in text]
 
@@ -452,6 +491,9 @@ API_TESTS_BY_URL = {
     "llm-endpoint-test": "test_api_refuses_other_orgs_llm_endpoints",
     "call-detail": "test_api_refuses_other_orgs_calls",
     "webhook-detail": "test_api_refuses_other_orgs_webhooks",
+    "persona-tool-list": "test_api_refuses_other_orgs_tools",
+    "persona-tool-detail": "test_api_refuses_other_orgs_tools",
+    "persona-tool-test": "test_api_refuses_other_orgs_tools",
 }
 
 
@@ -500,3 +542,26 @@ def test_api_lists_and_sums_only_own_calls(secret_key_a: str, org_b: OrgB) -> No
     # repeats the slug A sent, nothing else)
     assert theirs.status_code == nobodys.status_code == 400
     assert theirs.content.replace(org_b.persona.slug.encode(), b"no-such-slug") == nobodys.content
+
+
+def test_api_refuses_other_orgs_tools(secret_key_a: str, org_b: OrgB) -> None:
+    before = org_b.snapshot()
+    base = f"/api/v1/personas/{org_b.persona.pk}/tools/"
+    attempts = [
+        ("get", base),
+        ("post", base),
+        ("get", f"{base}{org_b.tool.pk}/"),
+        ("patch", f"{base}{org_b.tool.pk}/"),
+        ("delete", f"{base}{org_b.tool.pk}/"),
+        ("post", f"{base}{org_b.tool.pk}/test/"),
+    ]
+    for method, url in attempts:
+        response = getattr(Client(), method)(
+            url,
+            data={"name": "pwned", "url": "https://93.184.215.15/evil", "description": "x"},
+            content_type="application/json",
+            headers={"Authorization": f"Bearer {secret_key_a}"},
+        )
+        assert response.status_code == 404, (method, url, response.status_code)
+        assert _leaks(response.content, org_b) == []
+    assert org_b.snapshot() == before

@@ -99,6 +99,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "voiceapp.tenants.context_processors.current_organization",
+                "sessions.context_processors.unread_messages",
             ],
         },
     },
@@ -160,6 +161,8 @@ CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "memory://
 CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default=REDIS_URL or "cache+memory://")
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=not REDIS_URL)
 CELERY_TASK_EAGER_PROPAGATES = True
+# The queue tasks go to and a worker reads (tests give their worker a queue of its own).
+CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="celery")
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
@@ -327,6 +330,12 @@ WEBHOOK_TIMEOUT_S = env.float("WEBHOOK_TIMEOUT_S", default=10.0)
 # Without a task broker (the embedded default runs Celery tasks inline) deliveries
 # are sent from a background thread of the web process, retries included.
 WEBHOOK_DELIVERY_THREAD = env.bool("WEBHOOK_DELIVERY_THREAD", default=not REDIS_URL)
+# The waits between a failed attempt and the next, in seconds (shorter ones: tests
+# that run the whole schedule through a real Celery worker).
+WEBHOOK_RETRY_DELAYS_S = tuple(
+    int(d) if d == int(d) else d
+    for d in env.list("WEBHOOK_RETRY_DELAYS_S", cast=float, default=[10, 60, 300, 1800, 7200])
+)
 
 # --- Models and inference --------------------------------------------------
 # Paths default to the model packages installed from the package index; an

@@ -12,6 +12,11 @@ class EventType(models.TextChoices):
     CALL_STARTED = "call.started", "A call started"
     CALL_ENDED = "call.ended", "A call ended (transcript and latency included)"
     USAGE_THRESHOLD = "usage.threshold", "Usage crossed a threshold of the plan"
+    MESSAGE_TAKEN = "message.taken", "A caller left a message with the agent"
+    CALL_TRANSFER_REQUESTED = (
+        "call.transfer_requested",
+        "A caller asked for a person and the agent handed them over",
+    )
 
 
 class WebhookEndpoint(models.Model):

@@ -66,9 +66,9 @@ def parse(url: str) -> tuple[str, str, int, str]:
     return parts.scheme, parts.hostname, port or (443 if parts.scheme == "https" else 80), path
 
 
-def resolve(url: str, *, allow_private: bool) -> Target:
+def resolve(url: str, *, allow_private: bool, what: str = "Webhooks") -> Target:
     """Parse `url` and resolve its host; every address must be public unless
-    `allow_private`. Raises UnsafeURL."""
+    `allow_private`. Raises UnsafeURL (its message begins with `what`)."""
     scheme, host, port, path = parse(url)
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
@@ -82,7 +82,7 @@ def resolve(url: str, *, allow_private: bool) -> Target:
             why = _refusal(address)
             if why is not None:
                 raise UnsafeURL(
-                    f"Webhooks cannot be sent to {host}: {address} is {why}. Use a public URL."
+                    f"{what} cannot be sent to {host}: {address} is {why}. Use a public URL."
                 )
     return Target(scheme=scheme, host=host, port=port, path=path, addresses=addresses)
 
@@ -111,6 +111,18 @@ def post(target: Target, *, body: bytes, headers: dict[str, str], timeout_s: flo
     """POST `body` to the first address of `target` that accepts a connection;
     the response's status code. Raises OSError (refused, timed out, TLS) or
     http.client.HTTPException."""
+    return request(target, body=body, headers=headers, timeout_s=timeout_s)[0]
+
+
+def request(
+    target: Target,
+    *,
+    body: bytes,
+    headers: dict[str, str],
+    timeout_s: float,
+    max_response_bytes: int = 64 * 1024,
+) -> tuple[int, bytes]:
+    """`post`, returning the status and the first `max_response_bytes` of the body."""
     kind = _PinnedHTTPSConnection if target.scheme == "https" else _PinnedHTTPConnection
     last: OSError | None = None
     for address in target.addresses:
@@ -118,8 +130,7 @@ def post(target: Target, *, body: bytes, headers: dict[str, str], timeout_s: flo
         try:
             conn.request("POST", target.path, body=body, headers=headers)
             response = conn.getresponse()
-            response.read(64 * 1024)
-            return response.status
+            return response.status, response.read(max_response_bytes)
         except ConnectionRefusedError as exc:
             last = exc
         finally:

@@ -68,7 +68,13 @@ def call_event_data(*, call_id: str, event_type: str) -> tuple[Organization, dic
             duration_s=call.duration_s,
             end_reason=call.end_reason,
             transcript=[
-                {"role": i.role, "text": i.text, "at_s": i.at_s, "interrupted": i.interrupted}
+                {
+                    "role": i.role,
+                    "text": i.text,
+                    "at_s": i.at_s,
+                    "interrupted": i.interrupted,
+                    **({"tool": i.tool} if i.tool else {}),
+                }
                 for i in call.items.all()
             ],
             latency=call_latency_summary(call=call),

@@ -32,7 +32,7 @@ logger = logging.getLogger(__name__)
 
 # After a failed attempt n (1-based) the next comes RETRY_DELAYS_S[n - 1] later;
 # the attempt after the last delay is the last one.
-RETRY_DELAYS_S = (10, 60, 5 * 60, 30 * 60, 2 * 60 * 60)
+RETRY_DELAYS_S: tuple[float, ...] = tuple(settings.WEBHOOK_RETRY_DELAYS_S)  # 10 s ... 2 h
 MAX_ATTEMPTS = len(RETRY_DELAYS_S) + 1
 # A delivery still pending this long after its attempt was due (a lost task, a
 # worker killed mid-send) is picked up again by `webhooks_retry_overdue`.

@@ -132,6 +132,12 @@ class ToolChoiceFunction(Strict):
 ToolChoice = Literal["auto", "none", "required"] | ToolChoiceFunction
 
 
+class TracingConfig(Strict):
+    workflow_name: Annotated[str, Field(max_length=200)] | None = None
+    group_id: Annotated[str, Field(max_length=200)] | None = None
+    metadata: Annotated[dict[str, Any], Field(max_length=16)] | None = None
+
+
 class SessionBody(Strict):
     """``session`` of ``session.update``. Fields left out keep their value."""
 
@@ -145,7 +151,9 @@ class SessionBody(Strict):
     tool_choice: ToolChoice | None = None
     parallel_tool_calls: bool | None = None  # accepted; a reply makes at most one call
     # OpenAI options this server does not serve, accepted in their neutral form.
-    tracing: None = None
+    # Tracing goes to OpenAI's dashboard there; here every call has its own latency
+    # trace, so the option (the Agents SDK sends "auto") is accepted and ignored.
+    tracing: Literal["auto"] | TracingConfig | None = None
     prompt: None = None
     include: Annotated[list[str], Field(max_length=8)] | None = None
     truncation: Literal["auto", "disabled"] | None = None

@@ -41,6 +41,9 @@ class Recorder(Protocol):
         self, item_id: str, text: str, at_s: float, interrupted: bool
     ) -> None: ...
 
+    async def tool_item(self, item_id: str, at_s: float, tool: dict[str, Any], text: str) -> None:
+        """An action the agent took: `tool` has its name, arguments, output, ok and ms."""
+
     async def truncate(self, item_id: str, text: str) -> None: ...
 
     async def turn(
@@ -52,6 +55,9 @@ class Recorder(Protocol):
     async def alive(self, history: list[dict[str, str]]) -> None: ...
 
     async def heartbeat(self) -> None: ...
+
+    async def release(self) -> None:
+        """The call is over: free its slots now, before its last records are written."""
 
     async def ended(self, reason: str) -> None: ...
 
@@ -93,6 +99,10 @@ class CappedRecorder:
         if self._take(item_id):
             await self.inner.assistant_item(item_id, text, at_s, interrupted)
 
+    async def tool_item(self, item_id: str, at_s: float, tool: dict[str, Any], text: str) -> None:
+        if self._take(item_id):
+            await self.inner.tool_item(item_id, at_s, tool, text)
+
     async def truncate(self, item_id: str, text: str) -> None:
         if item_id in self._recorded:
             await self.inner.truncate(item_id, text)
@@ -108,6 +118,9 @@ class CappedRecorder:
 
     async def heartbeat(self) -> None:
         await self.inner.heartbeat()
+
+    async def release(self) -> None:
+        await self.inner.release()
 
     async def ended(self, reason: str) -> None:
         await self.inner.ended(reason)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from sessions.realtime import events, protocol
+from sessions.realtime.actions import ActionResult, Actions
 from sessions.realtime.codecs import PCM_RATE, decode_append, pcm24_to_asr, to_pcm24_mono
 from sessions.realtime.errors import ClientError
 from sessions.realtime.limits import MAX_CLIENT_ITEMS, MAX_HISTORY_ITEMS, MAX_MANUAL_BUFFER_SECONDS
@@ -37,19 +38,34 @@ from sessions.realtime.settings import (
 from sessions.realtime.translator import Reply, Translator
 from voiceapp.engine.audio import AudioFormatError
 from voiceapp.engine.call import VoiceCall
-from voiceapp.engine.frames import ResponseDone, TTSAudio
+from voiceapp.engine.frames import ResponseDone, ToolCallMade, TTSAudio
 from voiceapp.engine.inference import Inference, InferenceError
+from voiceapp.engine.tasks import TaskOwner
 from voiceapp.engine.tts import VoiceSpec
 
 log = logging.getLogger(__name__)
 
 HEARTBEAT_S = 10
+# A close's budget (see RealtimeSession.close): freeing the slots may take up to
+# CLOSE_RELEASE_S of it, and CLOSE_RECORD_S is kept for the call's end record and
+# its recording; a record not written by then is left to the record buffer.
+CLOSE_BUDGET_S = 4.0
+CLOSE_RELEASE_S = 1.0
+CLOSE_RECORD_S = 2.0
 MANUAL_BUFFER_BYTES = MAX_MANUAL_BUFFER_SECONDS * PCM_RATE * 2
 GOODBYES = {
     "max_duration": "I'm sorry, we have reached the time limit for this call. Goodbye!",
     "idle_timeout": "It seems you have stepped away, so I will end the call now. Goodbye!",
     "quota_exhausted": "I'm sorry, this account has used up its call minutes. Goodbye!",
+    "agent_hangup": "Thank you for calling. Goodbye!",
 }
+# A persona's action (sessions/actions.py) that takes longer than this gets a short
+# filler line, once; one that takes longer than the timeout, or fails, an apology.
+ACTION_FILLER_AFTER_S = 1.0
+ACTION_TIMEOUT_S = 8.0
+ACTION_SAY_WAIT_S = 20.0  # for the caller's own turn to be answered before the result
+ACTION_FILLER = "One moment, please."
+ACTION_APOLOGY = "I'm sorry, something went wrong on my side and I couldn't do that just now."
 # Sent as an `error` event before the server closes the call (daphne does not
 # carry WebSocket close reasons, so the event is how a client learns why).
 END_NOTICES = {
@@ -99,8 +115,10 @@ class RealtimeSession:
         elapsed_offset_s: float = 0.0,
         public: bool = False,
         capture: CallAudioCapture | None = None,
+        actions: Actions | None = None,
     ) -> None:
         self.id = session_id
+        self._actions = actions
         self.persona_slug = persona_slug
         self.call = call
         self._inference = inference
@@ -113,7 +131,7 @@ class RealtimeSession:
         self._started = clock()
         self._elapsed_offset = elapsed_offset_s  # a resumed call goes on from its first start
         self._last_activity = clock()
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks = TaskOwner(f"session {session_id}")
         self._writes: set[asyncio.Task[Any]] = set()  # record writes: finished, not cancelled
         self._last_write: asyncio.Task[Any] | None = None
         self._closed = False
@@ -162,45 +180,57 @@ class RealtimeSession:
         await self.ended.wait()
 
     async def close(self, reason: str = "hangup") -> None:
-        """Stop the call and every task of the session. Idempotent."""
+        """Stop the call and every task of the session. Idempotent.
+
+        The call's slots are freed first, so the next caller gets in at once; the
+        rest (the call's last frames, its records, the recording) then shares one
+        budget, CLOSE_BUDGET_S, which fits inside what the transports give a close
+        (webrtc.py waits 5 s; daphne kills an application 10 s after a disconnect)."""
         if self._closed:
             return
         self._closed = True
         self.end_reason = self.end_reason or reason
         hangup_s = self._elapsed()
-        current = asyncio.current_task()
-        for task in list(self._tasks):
-            if task is not current:
-                task.cancel()
-        await self.call.close()
+        deadline = asyncio.get_running_loop().time() + CLOSE_BUDGET_S
+
+        def left(keep_s: float = 0.0) -> float:
+            """The budget left to a stage when `keep_s` is kept for the stages after it."""
+            return max(0.05, deadline - keep_s - asyncio.get_running_loop().time())
+
+        self._tasks.cancel()  # the watchdog's heartbeat must not put a freed slot back
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(CLOSE_RELEASE_S):
+                await self._recorder.release()
+        await self.call.close(wait_s=min(1.0, left(CLOSE_RECORD_S)))
         close_inference = getattr(self._inference, "close", None)
         if close_inference is not None:  # the Channels client: end its reply readers
             with contextlib.suppress(Exception):
-                await close_inference()
-        pending = [t for t in self._tasks if t is not current]
-        if pending:
-            await asyncio.wait(pending, timeout=2.0)
-        await self._record_last_frames()
+                async with asyncio.timeout(left(CLOSE_RECORD_S)):
+                    await close_inference()
+        await self._tasks.cancel_all(min(1.0, left(CLOSE_RECORD_S)))
+        await self._record_last_frames(left(CLOSE_RECORD_S))
         if self._writes:
-            await asyncio.wait(set(self._writes), timeout=10.0)
+            await asyncio.wait(set(self._writes), timeout=left(CLOSE_RECORD_S / 2))
         with contextlib.suppress(Exception):
-            await self._recorder.ended(self.end_reason)
+            async with asyncio.timeout(left()):
+                await self._recorder.ended(self.end_reason)
         if self._capture is not None:
             try:
                 captured = self._capture.close(hangup_s)
                 if captured is not None:
-                    await self._recorder.recording(captured)
+                    async with asyncio.timeout(left()):
+                        await self._recorder.recording(captured)
             except Exception:
                 log.exception("session %s: the call's audio could not be kept", self.id)
         self.ended.set()
 
-    async def _record_last_frames(self) -> None:
+    async def _record_last_frames(self, wait_s: float) -> None:
         """What the call left unsent as it closed goes to the record: a reply cut
         off by the hang-up ends there with the words already played, marked
         interrupted, and its turn's spans. Nothing reaches the client any more
         (`_send` drops events once closed; audio is skipped)."""
         try:
-            async with asyncio.timeout(5.0):  # the closed call's frames end with its sentinel
+            async with asyncio.timeout(wait_s):  # the closed call's frames end with its sentinel
                 async for frame in self.call.frames():
                     if not isinstance(frame, TTSAudio):
                         await self.translator.on_frame(frame)
@@ -260,7 +290,6 @@ class RealtimeSession:
     def _spawn(self, coro: Awaitable[Any]) -> asyncio.Task[Any]:
         task = asyncio.ensure_future(coro)
         self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
         return task
 
     def _idle_timeout_s(self) -> float:
@@ -331,6 +360,102 @@ class RealtimeSession:
     def reply_audio(self, item_id: str, pcm: bytes, sample_rate: int) -> None:
         if self._capture is not None:
             self._capture.agent_audio(item_id, pcm, sample_rate, self._elapsed())
+
+    def runs_tool(self, name: str) -> bool:
+        return name in self.settings.action_names and all(
+            t.name != name for t in self.settings.tools
+        )
+
+    def run_tool(self, reply: Reply, frame: ToolCallMade) -> None:
+        async def run() -> None:
+            try:
+                await self._run_action(reply, frame)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                await self.fail(f"the action {frame.name}")
+
+        self._spawn(run())
+
+    # ----- the persona's actions ---------------------------------------------
+
+    async def _run_action(self, reply: Reply, frame: ToolCallMade) -> None:
+        """Run an action the model called, once its reply is done; keep the output
+        in the history and the call record, then speak the result (or hang up). A
+        reply the caller cut off does not act: its call is answered as cancelled."""
+        await reply.done.wait()
+        if self._actions is None:
+            return
+        started = self._clock()
+        if reply.status == "cancelled":
+            result = ActionResult.failed("cancelled: the caller spoke first", "")
+        else:
+            result = await self._act(frame)
+        ms = round(1000.0 * (self._clock() - started))
+        self.call.add_tool_output(frame.call_id, result.output)
+        self._record(
+            self._recorder.tool_item(
+                events.new_id("item"),
+                self._elapsed(),
+                {
+                    "name": frame.name,
+                    "arguments": frame.arguments,
+                    "output": result.output,
+                    "ok": result.ok,
+                    "ms": ms,
+                },
+                f"{frame.name} {frame.arguments}",
+            )
+        )
+        self._remember_history()
+        if result.hang_up:
+            await self.end("agent_hangup", goodbye=not reply.transcript)
+        elif result.say and await self._quiet(ACTION_SAY_WAIT_S):
+            said = self.translator.reply_for(self.call.say(result.say))
+            said.handoff = result.handoff
+        elif result.respond and await self._quiet(ACTION_SAY_WAIT_S):
+            # the model answers from the output; a forced choice would call again
+            self.call.create_response(tool_choice="none")
+
+    async def _quiet(self, wait_s: float) -> bool:
+        """Wait until no reply is in flight or playing (a caller who spoke while an
+        action ran gets their answer first); False if that took longer than `wait_s`."""
+        for _ in range(int(wait_s / 0.05)):
+            if self._closed:
+                return False
+            if not (self.translator.in_flight() or self.call.speaking):
+                return True
+            await asyncio.sleep(0.05)
+        return False
+
+    async def _act(self, frame: ToolCallMade) -> ActionResult:
+        assert self._actions is not None
+        filler: Reply | None = None
+
+        async def fill() -> None:
+            nonlocal filler
+            await asyncio.sleep(ACTION_FILLER_AFTER_S)
+            if self.translator.in_flight() or self.call.speaking:
+                return  # the caller spoke since, and is being answered: no filler over it
+            filler = self.translator.reply_for(self.call.say(ACTION_FILLER))
+
+        waiting = self._spawn(fill())
+        try:
+            async with asyncio.timeout(ACTION_TIMEOUT_S):
+                result = await self._actions.run(frame.name, frame.arguments)
+        except TimeoutError:
+            log.warning("session %s: action %s timed out", self.id, frame.name)
+            result = ActionResult.failed("timed out", ACTION_APOLOGY)
+        except Exception:
+            log.exception("session %s: action %s failed", self.id, frame.name)
+            result = ActionResult.failed("failed", ACTION_APOLOGY)
+        finally:
+            waiting.cancel()
+        if filler is not None:  # let the filler end before the result is spoken
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(10.0):
+                    await filler.done.wait()
+        return result
 
     def _remember_history(self) -> None:
         self.call.trim_history(MAX_HISTORY_ITEMS)

@@ -34,6 +34,12 @@ from voiceapp.engine.call import CallConfig
 from voiceapp.engine.tools import ToolSpec, schema_problem
 from voiceapp.engine.tts import VoiceSpec
 
+# The OpenAI Realtime API's own voice names. Clients send one by default (the Agents
+# SDK sends "ash"); none is a voice here, so each keeps the persona's voice.
+OPENAI_VOICES = frozenset(
+    {"alloy", "ash", "ballad", "coral", "echo", "sage", "shimmer", "verse", "marin", "cedar"}
+)
+
 SEMANTIC_EAGERNESS_MS = {"low": 1200, "medium": 600, "auto": 600, "high": 300}
 
 # What a publishable-key (widget) caller may change with session.update; any
@@ -141,8 +147,9 @@ class SessionSettings:
     vad: TurnDetection
     voice_id: str
     speed: float
-    tools: tuple[ToolSpec, ...] = ()
+    tools: tuple[ToolSpec, ...] = ()  # the client's (the persona's actions are not shown)
     tool_choice: str = "auto"  # "auto", "none", "required" or a tool's name
+    action_names: tuple[str, ...] = ()  # the persona's actions: a named choice may pick one
 
     @classmethod
     def from_config(cls, cfg: CallConfig) -> SessionSettings:
@@ -170,8 +177,9 @@ class SessionSettings:
             ),
             voice_id=cfg.voice.voice_id,
             speed=cfg.voice.speed,
-            tools=cfg.llm.tools,
+            tools=tuple(t for t in cfg.llm.tools if t not in cfg.actions),
             tool_choice=cfg.llm.tool_choice,
+            action_names=tuple(a.name for a in cfg.actions),
         )
 
     @property
@@ -275,7 +283,8 @@ def parse_session_update(
     if body.tool_choice is not None:
         new = replace(new, tool_choice=_tool_choice(body.tool_choice))
     if new.tool_choice not in ("auto", "none", "required") and new.tool_choice not in {
-        t.name for t in new.tools
+        *(t.name for t in new.tools),
+        *new.action_names,
     }:
         return ClientError(
             "invalid_value",
@@ -316,7 +325,7 @@ def parse_session_update(
     if audio_out is not None:
         if audio_out.format is not None:
             new = replace(new, output_format=audio_out.format.type)
-        if audio_out.voice is not None:
+        if audio_out.voice is not None and audio_out.voice not in OPENAI_VOICES:
             new = replace(new, voice_id=audio_out.voice)
         if audio_out.speed is not None:
             new = replace(new, speed=float(audio_out.speed))
@@ -375,6 +384,13 @@ def response_tokens(
     return value
 
 
+def _offered(tools: tuple[ToolSpec, ...], actions: tuple[ToolSpec, ...]) -> tuple[ToolSpec, ...]:
+    """The client's tools, then the persona's actions; a client tool of an action's
+    name is the client's (it handles that call itself)."""
+    names = {t.name for t in tools}
+    return tools + tuple(a for a in actions if a.name not in names)
+
+
 def to_call_config(
     settings: SessionSettings, cfg: CallConfig, voice: VoiceSpec | None = None
 ) -> CallConfig:
@@ -387,7 +403,7 @@ def to_call_config(
         llm=replace(
             cfg.llm,
             max_tokens=settings.reply_tokens,
-            tools=settings.tools,
+            tools=_offered(settings.tools, cfg.actions),
             tool_choice=settings.tool_choice,
         ),
         voice=replace(voice or cfg.voice, speed=settings.speed),

@@ -47,6 +47,10 @@ class Reply:
     # and the function calls it made, as the events showed them once done.
     message_index: int | None = None
     outputs: list[dict[str, Any]] = field(default_factory=list)
+    status: str = ""  # the response's, once done
+    actions: int = 0  # calls of the persona's actions (run by the server, not shown)
+    # The caller handed to a person (transfer_call): `response.handoff` on its done
+    handoff: dict[str, str] | None = None
 
     @property
     def calls(self) -> list[dict[str, Any]]:
@@ -72,6 +76,12 @@ class Host(Protocol):
 
     def reply_audio(self, item_id: str, pcm: bytes, sample_rate: int) -> None:
         """Reply audio went to the caller (for the call's audio recording)."""
+
+    def runs_tool(self, name: str) -> bool:
+        """Whether the server runs the tool `name` itself (a persona's action)."""
+
+    def run_tool(self, reply: Reply, frame: ToolCallMade) -> None:
+        """Run the action `frame` calls, once `reply` is done."""
 
 
 class Translator:
@@ -327,6 +337,10 @@ class Translator:
         if reply is None:
             return
         self._host.touch()
+        if self._host.runs_tool(frame.name):  # the persona's action: not the client's to answer
+            reply.actions += 1
+            self._host.run_tool(reply, frame)
+            return
         index = len(reply.outputs) + (1 if reply.message_index is not None else 0)
         item_id = events.new_id("item")
         ids = {"response_id": reply.response_id, "item_id": item_id, "output_index": index}
@@ -384,10 +398,11 @@ class Translator:
         spoken = "".join(reply.transcript) if audio else "".join(reply.text)
         interrupted = frame.status == "cancelled"
         text = reply.heard if (interrupted and reply.heard is not None) else (spoken or frame.text)
-        if reply.message_index is not None or not reply.outputs:
+        if reply.message_index is not None or not (reply.outputs or reply.actions):
             await self._finish_message(reply, frame, text)
         await self._send_done(reply, frame)
         self.last_assistant = reply
+        reply.status = frame.status
         reply.done.set()
         self._host.reply_done(reply, frame, text)
 
@@ -459,6 +474,7 @@ class Translator:
                         "output_token_details": {"text_tokens": tokens_out, "audio_tokens": 0},
                     },
                     latency=latency,
+                    **({"handoff": reply.handoff} if reply.handoff else {}),
                 ),
             }
         )

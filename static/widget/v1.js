@@ -56,6 +56,7 @@
     server_busy: "All lines are busy right now. Please try again in a few seconds.",
     rate_limit_exceeded: "Too many calls were started. Please wait a minute.",
     error: "Something went wrong on our side. Please call again.",
+    agent_hangup: "The call ended. Thank you for calling.",
   };
 
   // Refusals of the key, the page's origin or the persona: the visitor gets one
@@ -111,6 +112,8 @@
     ".line.cut .text::after{content:' \u2014'}" +
     ".message{margin:0;padding:8px;border-radius:8px;background:#fff8c5;font-size:13px}" +
     ".message[hidden]{display:none}" +
+    ".handoff{margin:0;padding:8px;border-radius:8px;background:#e7f3ff;font-size:13px}" +
+    ".handoff[hidden]{display:none}.handoff a{display:block;margin-top:4px;font-weight:600}" +
     ".controls{display:flex;gap:8px}" +
     ".controls button{flex:1;border:1px solid #d0d7de;border-radius:8px;padding:8px;background:#f6f8fa;font:inherit;cursor:pointer;color:inherit}" +
     ".controls button[aria-pressed=true]{background:#fff1e5;border-color:#bc4c00}" +
@@ -216,12 +219,14 @@
       "aria-label": "Live captions",
     });
     this.message = el("p", { class: "message", role: "alert", hidden: "" });
+    // Where a caller who asked for a person goes (the persona's transfer_call action)
+    this.handoff = el("p", { class: "handoff", role: "status", hidden: "" });
     var controls = el("div", { class: "controls" });
     this.muteButton = el("button", { type: "button", class: "mute", "aria-pressed": "false", disabled: "" }, "Mute");
     this.hangupButton = el("button", { type: "button", class: "hangup", disabled: "" }, "Hang up");
     controls.appendChild(this.muteButton);
     controls.appendChild(this.hangupButton);
-    [head, this.meter, this.captions, this.message, controls].forEach(function (n) {
+    [head, this.meter, this.captions, this.handoff, this.message, controls].forEach(function (n) {
       self.panel.appendChild(n);
     });
     this.launcher = el("button", { type: "button", class: "launcher", "aria-expanded": "false" });
@@ -291,6 +296,18 @@
     }
   };
 
+  // The business's handoff: its text, and its link when it is an https one.
+  Widget.prototype.showHandoff = function (handoff) {
+    this.handoff.textContent = "";
+    this.handoff.hidden = !handoff;
+    if (!handoff) return;
+    this.handoff.appendChild(document.createTextNode(handoff.text || "Someone from the team will help you."));
+    if (typeof handoff.url === "string" && /^https:\/\//.test(handoff.url)) {
+      var link = el("a", { href: handoff.url, target: "_blank", rel: "noopener noreferrer" }, "Contact the team");
+      this.handoff.appendChild(link);
+    }
+  };
+
   // ----- captions -----------------------------------------------------------
 
   Widget.prototype.line = function (role, id) {
@@ -324,6 +341,7 @@
     if (this.call) return;
     var call = (this.call = { id: Math.random(), closing: false, cleanups: [] });
     this.captions.textContent = "";
+    this.showHandoff(null);
     this.showMessage("");
     this.lastError = null;
     this.panel.hidden = false;
@@ -705,6 +723,7 @@
         break;
       case "response.done":
         var response = ev.response || {};
+        if (response.handoff) this.showHandoff(response.handoff);
         if (response.status === "cancelled") {
           var items = this.captions.querySelectorAll(".line.agent");
           if (items.length) items[items.length - 1].classList.add("cut");

@@ -155,11 +155,25 @@ def test_call_detail_has_transcript_and_turn_spans(api: Api, tenant_a: Tenant) -
     assert response.status_code == 200
     body = response.json()
     assert body["id"] == str(call.pk) and body["duration_s"] == 20
+    assert body["tool_calls"] == 0
+    plain = {"tool": None}  # not an action
     assert body["transcript"] == [
-        {"role": "assistant", "text": "Hello, how can I help?", "at_s": 0.2, "interrupted": False},
-        {"role": "user", "text": "When are you open?", "at_s": 3.1, "interrupted": False},
-        {"role": "assistant", "text": "We are open nine to", "at_s": 4.0, "interrupted": True},
-        {"role": "user", "text": "And on Sunday?", "at_s": 9.0, "interrupted": False},
+        {
+            "role": "assistant",
+            "text": "Hello, how can I help?",
+            "at_s": 0.2,
+            "interrupted": False,
+            **plain,
+        },
+        {"role": "user", "text": "When are you open?", "at_s": 3.1, "interrupted": False, **plain},
+        {
+            "role": "assistant",
+            "text": "We are open nine to",
+            "at_s": 4.0,
+            "interrupted": True,
+            **plain,
+        },
+        {"role": "user", "text": "And on Sunday?", "at_s": 9.0, "interrupted": False, **plain},
     ]
     first, second = body["turns"]
     assert first["response_id"] == "resp_0" and first["status"] == "completed"

@@ -26,6 +26,7 @@ def test_usage_over_a_range(api: Api, tenant_a: Tenant) -> None:
         "end": "2026-03-01",
         "seconds": 121,
         "calls": 2,
+        "tool_calls": 0,
         "by_persona": [{"persona": "assistant", "seconds": 121, "calls": 2}],
         "by_day": [
             {"date": "2026-02-28", "seconds": 91, "calls": 1},

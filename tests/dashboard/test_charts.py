@@ -63,7 +63,7 @@ def test_turn_rows_number_every_turn_and_place_each_span() -> None:
     # then both are numbered, in order; only the answer has a v2v mark
     assert (first.number, first.v2v_left, second.number) == (1, None, 2)
     assert second.v2v_left == 100.0  # the longest extent: 500 ms
-    assert first.values == [None, None, None, None, None, None, 80.0]
+    assert first.values == [None, None, None, None, None, None, 80.0, None]
     # and each span starts where it follows from, the LLM's three at the LLM's start
     place = {bar.label: (bar.left, bar.width) for bar in second.bars}
     assert place == {
@@ -79,3 +79,11 @@ def test_turn_rows_number_every_turn_and_place_each_span() -> None:
     assert [bar.width for bar in second.bars] == sorted(
         (b.width for b in second.bars), reverse=True
     )
+
+
+def test_a_turn_that_calls_a_tool_has_its_bar_from_the_llms_start() -> None:
+    call = SimpleNamespace(status="completed", endpoint_ms=200.0, asr_ms=100.0, tool_ms=100.0)
+    (row,) = turn_rows([call])
+    place = {bar.label: (bar.left, bar.width) for bar in row.bars}
+    assert place["Tool call"] == (75.0, 25.0)  # starts after 300 ms of 400 ms
+    assert row.values[-1] == 100.0

@@ -39,6 +39,12 @@ def test_empty_knowledge_explains_what_facts_are_for(tenant_a: Tenant, persona: 
     assert "says it doesn't know and offers to take a message" in text
     assert "0 of 200 facts" in text
     assert "Add fact" in text
+    # without the take_message action, the page does not promise a message
+    persona.actions = []
+    persona.save()
+    page = tenant_a.client.get(reverse("dashboard:persona_edit", args=[persona.pk]))
+    assert "offers to take a message" not in page_text(page)
+    assert "action on, it also offers to take one" in page_text(page)
 
 
 def test_new_persona_page_says_facts_come_after_creating(tenant_a: Tenant) -> None:

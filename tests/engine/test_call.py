@@ -77,8 +77,12 @@ async def test_spoken_question_is_answered_with_speech(
     # and the reply audio is speech: ASR hears the reply's words in it
     audio = np.concatenate([pcm16_to_float(f.pcm) for f in of(frames, TTSAudio)])
     assert all(f.sample_rate == 24000 for f in of(frames, TTSAudio))
+    # (a reply with a foreign name in it may read below the confidence bar
+    # that guards callers' turns; its words are still there)
     heard = models.asr.transcribe(resample(audio, 24000, 16000), "en")
-    assert len(words(heard.text) & words(reply.text)) >= max(1, len(words(reply.text)) // 2)
+    assert len(words(heard.text or heard.discarded) & words(reply.text)) >= max(
+        1, len(words(reply.text)) // 2
+    )
     # and the history holds the turn; the spans are filled in
     assert call.history == [
         {"role": "user", "content": transcript},

@@ -438,3 +438,41 @@ def test_a_function_call_output_item_parses() -> None:
         }
     )
     assert (error.code, error.param) == ("invalid_value", "item.call_id")
+
+
+def test_the_personas_actions_are_offered_but_not_shown_as_the_clients() -> None:
+    # given a persona whose take_message and end_call actions are on
+    from sessions.realtime.actions import BUILT_IN
+
+    actions = (BUILT_IN["take_message"], BUILT_IN["end_call"])
+    base = CallConfig(voice=VoiceSpec(voice_id="en_US-test", model_path="/nonexistent"))
+    config = replace(base, actions=actions, llm=replace(base.llm, tools=actions))
+    settings = SessionSettings.from_config(config)
+    # then the session shows no tools of the client's, yet a named choice may pick one
+    assert settings.tools_api() == []
+    chosen = update({"tool_choice": {"type": "function", "name": "take_message"}}, settings)
+    assert isinstance(chosen, SessionSettings)
+    # and the call's LLM is offered the client's tools, then the actions; a client
+    # tool of an action's name is the client's own
+    mine = {"type": "function", "name": "end_call", "description": "My own hang-up."}
+    with_tools = update({"tools": [mine, {"name": "lookup_order"}]}, chosen)
+    assert isinstance(with_tools, SessionSettings)
+    llm = to_call_config(with_tools, config).llm
+    assert [t.name for t in llm.tools] == ["end_call", "lookup_order", "take_message"]
+    assert llm.tools[0].description == "My own hang-up."
+    # and the decline offers a message only with take_message on
+    assert "take a message" in config.decline_text
+    assert "take a message" not in base.decline_text
+
+
+def test_openai_clients_defaults_are_accepted(persona_settings: SessionSettings) -> None:
+    # the Agents SDK's defaults: an OpenAI voice name and tracing "auto"
+    settings = update({"audio": {"output": {"voice": "ash"}}, "tracing": "auto"}, persona_settings)
+    assert isinstance(settings, SessionSettings)
+    assert settings.voice_id == persona_settings.voice_id  # the persona's voice is kept
+    traced = update({"tracing": {"workflow_name": "support", "group_id": "g1"}}, settings)
+    assert isinstance(traced, SessionSettings)
+    assert isinstance(update({"tracing": "everything"}, settings), ClientError)
+    # a name that is neither OpenAI's nor ours is passed on (the session refuses it)
+    unknown = update({"audio": {"output": {"voice": "nobody"}}}, settings)
+    assert isinstance(unknown, SessionSettings) and unknown.voice_id == "nobody"

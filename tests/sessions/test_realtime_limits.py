@@ -393,6 +393,9 @@ class CountingRecorder:
     async def assistant_item(self, item_id: str, text: str, at_s: float, interrupted: bool) -> None:
         self.items.append(item_id)
 
+    async def tool_item(self, item_id: str, at_s: float, tool: dict[str, Any], text: str) -> None:
+        self.items.append(item_id)
+
     async def truncate(self, item_id: str, text: str) -> None:
         self.truncated.append(item_id)
 
@@ -406,6 +409,9 @@ class CountingRecorder:
         self.history_sizes.append(len(history))
 
     async def heartbeat(self) -> None:
+        pass
+
+    async def release(self) -> None:
         pass
 
     async def ended(self, reason: str) -> None:

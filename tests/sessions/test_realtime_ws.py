@@ -184,6 +184,7 @@ def test_openai_sdk_spoken_question(
         "llm_first_token_ms",
         "first_clause_ms",
         "tts_first_audio_ms",
+        "tool_ms",
         "asr_queue_ms",
         "asr_reads",
     }
@@ -377,9 +378,9 @@ def test_bad_input_gets_errors_and_the_call_survives(
         ),
         (
             json.dumps(
-                {"type": "session.update", "session": {"audio": {"output": {"voice": "alloy"}}}}
+                {"type": "session.update", "session": {"audio": {"output": {"voice": "no-such"}}}}
             ),
-            "invalid_value",
+            "invalid_value",  # an OpenAI name ("alloy") keeps the persona's voice instead
         ),
         (
             json.dumps(

@@ -16,6 +16,7 @@ class Received:
     path: str
     headers: dict[str, str]
     body: bytes
+    at: float = field(default_factory=time.monotonic)  # when it arrived
 
 
 @dataclass
@@ -24,6 +25,7 @@ class Receiver:
     statuses: list[int] = field(default_factory=list)
     received: list[Received] = field(default_factory=list)
     delay_s: float = 0.0  # how long each answer takes
+    reply: bytes = b"ok"  # the body of each answer
 
     def answer(self, *statuses: int) -> None:
         """The next requests get these status codes, in order; later ones 200."""
@@ -45,9 +47,9 @@ def webhook_receiver() -> Iterator[Receiver]:
                 )
                 status = receiver.statuses.pop(0) if receiver.statuses else 200
             self.send_response(status)
-            self.send_header("Content-Length", "2")
+            self.send_header("Content-Length", str(len(receiver.reply)))
             self.end_headers()
-            self.wfile.write(b"ok")
+            self.wfile.write(receiver.reply)
 
         def log_message(self, format: str, *args: object) -> None:
             pass

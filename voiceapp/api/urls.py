@@ -5,6 +5,7 @@ from rest_framework.routers import SimpleRouter
 from sessions.apis import CallViewSet, UsageView
 from voiceapp.api.exceptions import api_not_found
 from voiceapp.personas.apis import PersonaFactViewSet, PersonaViewSet, VoiceViewSet
+from voiceapp.personas.tool_apis import PersonaToolViewSet
 from voiceapp.tenants.apis import LLMEndpointViewSet
 from webhooks.apis import WebhookEndpointViewSet
 
@@ -20,12 +21,21 @@ fact_detail = PersonaFactViewSet.as_view(
     {"get": "retrieve", "put": "update", "patch": "partial_update", "delete": "destroy"}
 )
 
+tool_list = PersonaToolViewSet.as_view({"get": "list", "post": "create"})
+tool_detail = PersonaToolViewSet.as_view(
+    {"get": "retrieve", "put": "update", "patch": "partial_update", "delete": "destroy"}
+)
+tool_test = PersonaToolViewSet.as_view({"post": "test"})
+
 app_name = "api"
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("usage/", UsageView.as_view(), name="usage"),
     path("personas/<int:persona_pk>/facts/", fact_list, name="persona-fact-list"),
     path("personas/<int:persona_pk>/facts/<int:pk>/", fact_detail, name="persona-fact-detail"),
+    path("personas/<int:persona_pk>/tools/", tool_list, name="persona-tool-list"),
+    path("personas/<int:persona_pk>/tools/<int:pk>/", tool_detail, name="persona-tool-detail"),
+    path("personas/<int:persona_pk>/tools/<int:pk>/test/", tool_test, name="persona-tool-test"),
     path("", include(router.urls)),
     re_path(r"^.*$", api_not_found),
 ]

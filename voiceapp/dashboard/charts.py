@@ -121,6 +121,7 @@ TURN_SPANS: tuple[Span, ...] = (
     Span("llm_first_token_ms", "LLM first token", "#a78bfa"),
     Span("first_clause_ms", "LLM to first clause", "#f472b6"),
     Span("tts_first_audio_ms", "TTS first audio", "#34d399"),
+    Span("tool_ms", "Tool call", "#fb923c"),
 )
 V2V = TURN_SPANS[0]
 
@@ -165,7 +166,8 @@ def turn_rows(turns: Sequence[object]) -> list[TurnRow]:
 
     def extent(turn: object) -> float:
         spans = get(turn, "endpoint_ms") + get(turn, "asr_ms") + clause(turn)
-        return max(get(turn, "v2v_ms"), spans + get(turn, "tts_first_audio_ms"))
+        tool = get(turn, "endpoint_ms") + get(turn, "asr_ms") + get(turn, "tool_ms")
+        return max(get(turn, "v2v_ms"), spans + get(turn, "tts_first_audio_ms"), tool)
 
     longest = max([extent(t) for t in turns] + [1.0])
     rows = []
@@ -178,6 +180,7 @@ def turn_rows(turns: Sequence[object]) -> list[TurnRow]:
             "llm_first_token_ms": llm_start,
             "first_clause_ms": llm_start,
             "tts_first_audio_ms": llm_start + clause(turn),
+            "tool_ms": llm_start,
         }
         bars = []
         for span in TURN_SPANS[1:]:

@@ -13,6 +13,7 @@ from django.http import HttpRequest
 from sessions.models import Call
 from voiceapp.personas.models import (
     RECORDING_RETENTION_DAYS,
+    Action,
     ASRModel,
     Persona,
     PersonaFact,
@@ -83,8 +84,30 @@ class PersonaForm(forms.ModelForm):
         help_text="Whisper base hears more words right; each turn takes longer to transcribe.",
     )
 
+    actions = forms.MultipleChoiceField(
+        choices=Action.choices,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        label="Actions",
+        help_text="What the agent may do during a call besides talking. With “take a "
+        "message” on, a question it cannot answer is met with an offer to take one; the "
+        "messages arrive in Messages, by email and as a message.taken webhook. A caller "
+        "handed to a person hears the handoff text below; the widget shows its link.",
+    )
+
+    handoff_url = forms.URLField(
+        assume_scheme="https",
+        required=False,
+        max_length=500,
+        label="Handoff link",
+        help_text=Persona._meta.get_field("handoff_url").help_text,
+    )
+
     def clean_asr_model(self) -> str:
         return str(self.cleaned_data.get("asr_model") or ASRModel.TINY_EN)
+
+    def clean_actions(self) -> list[str]:
+        return list(self.cleaned_data.get("actions") or [])
 
     def clean_recording_retention_days(self) -> int:
         days = self.cleaned_data.get("recording_retention_days")
@@ -116,6 +139,9 @@ class PersonaForm(forms.ModelForm):
             "record_calls",
             "recording_notice",
             "recording_retention_days",
+            "actions",
+            "handoff_text",
+            "handoff_url",
         ]
         widgets = {
             "instructions": forms.Textarea(attrs={"rows": 6}),
@@ -338,3 +364,59 @@ class CallFilterForm(forms.Form):
     def active(self) -> dict[str, str]:
         """The filters in use, as query parameters (for the page links)."""
         return {name: str(self.data[name]) for name in self.fields if self.data.get(name)}
+
+
+class PersonaToolForm(forms.Form):
+    """A server tool of a persona (voiceapp/personas/server_tools.py checks it)."""
+
+    name = forms.CharField(max_length=64, help_text="What the model calls it, e.g. “lookup_order”.")
+    description = forms.CharField(
+        max_length=1000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="When the model should call it, e.g. “Look up an order by its number.”",
+    )
+    parameters = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 5, "spellcheck": "false"}),
+        label="Parameters (JSON schema)",
+        help_text='Its arguments, e.g. {"type": "object", "properties": {"order_number": '
+        '{"type": "string"}}, "required": ["order_number"]}. Empty: no arguments.',
+    )
+    url = forms.CharField(
+        max_length=500,
+        label="URL",
+        help_text="Each call is POSTed here as JSON, signed like our webhooks (https).",
+    )
+    timeout_ms = forms.IntegerField(
+        min_value=500,
+        max_value=7000,
+        initial=3000,
+        label="Timeout (ms)",
+        help_text="A slower answer is an error: the agent apologises and the call goes on.",
+    )
+    headers = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2, "spellcheck": "false"}),
+        help_text="Sent with every call, one “Name: value” per line (an API key, say). "
+        "Stored encrypted and never shown again; leave empty to keep the current ones.",
+    )
+    clear_headers = forms.BooleanField(required=False, label="Remove the stored headers")
+    enabled = forms.BooleanField(required=False, initial=True)
+
+
+class ToolTestForm(forms.Form):
+    arguments = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false"}),
+        help_text="The arguments of the test call, as JSON.",
+    )
+
+    def clean_arguments(self) -> dict[str, Any]:
+        import json
+
+        try:
+            value = json.loads(self.cleaned_data["arguments"])
+        except ValueError as exc:
+            raise forms.ValidationError(f"This is not valid JSON: {exc}.") from exc
+        if not isinstance(value, dict):
+            raise forms.ValidationError("Give the arguments as a JSON object.")
+        return value

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from voiceapp.dashboard import views, webhook_views
+from voiceapp.dashboard import message_views, tool_views, views, webhook_views
 
 app_name = "dashboard"
 urlpatterns = [
@@ -72,6 +72,24 @@ urlpatterns = [
     path("calls/", views.call_list_view, name="call_list"),
     path("calls/<uuid:pk>/", views.call_detail_view, name="call_detail"),
     path("calls/<uuid:pk>/recording.ogg", views.call_recording_audio, name="call_recording"),
+    path("personas/<int:pk>/tools/new/", tool_views.tool_create_view, name="persona_tool_create"),
+    path(
+        "personas/<int:pk>/tools/<int:tool_pk>/",
+        tool_views.tool_edit_view,
+        name="persona_tool_edit",
+    ),
+    path(
+        "personas/<int:pk>/tools/<int:tool_pk>/test/",
+        tool_views.tool_test_view,
+        name="persona_tool_test",
+    ),
+    path(
+        "personas/<int:pk>/tools/<int:tool_pk>/delete/",
+        tool_views.tool_delete_view,
+        name="persona_tool_delete",
+    ),
+    path("messages/", message_views.inbox, name="messages"),
+    path("messages/<int:pk>/mark/", message_views.message_mark_view, name="message_mark"),
     path("analytics/", views.analytics_view, name="analytics"),
     path("team/", views.team, name="team"),
     path("team/invite/", views.invitation_create_view, name="invitation_create"),

@@ -41,7 +41,7 @@ from voiceapp.dashboard.forms import (
     PublishableKeyForm,
     SecretKeyForm,
 )
-from voiceapp.personas.models import MAX_FACTS_PER_PERSONA, Persona
+from voiceapp.personas.models import MAX_FACTS_PER_PERSONA, MAX_TOOLS_PER_PERSONA, Persona
 from voiceapp.personas.selectors import (
     persona_fact_get,
     persona_fact_list,
@@ -50,6 +50,7 @@ from voiceapp.personas.selectors import (
     voice_get,
     voice_list,
 )
+from voiceapp.personas.server_tools import persona_tool_list
 from voiceapp.personas.services import (
     persona_create,
     persona_delete,
@@ -214,6 +215,9 @@ def _persona_page(
         "fact_form": fact_form or PersonaFactForm(),
         "max_facts": MAX_FACTS_PER_PERSONA,
         "facts_full": len(facts) >= MAX_FACTS_PER_PERSONA,
+        "tools": persona_tool_list(persona=persona),
+        "max_tools": MAX_TOOLS_PER_PERSONA,
+        "can_manage": membership.can_manage,
     }
     return render(request, "dashboard/persona_form.html", context)
 

@@ -42,6 +42,7 @@ class Transcript:
     # window read it again (about 1 s more on a 2-core CPU).
     reads: int = 1
     queue_ms: float | None = None  # how long the request waited for the model
+    discarded: str = ""  # the decoded text a rejection threw away, for logs and checks
 
 
 class ASR(Protocol):
@@ -319,4 +320,6 @@ class WhisperASR:
         avg_logprob = float(result.scores[0]) if result.scores else 0.0
         no_speech = float(result.no_speech_prob)
         reason = hallucination_reason(text, no_speech, avg_logprob)
-        return Transcript("" if reason else text, no_speech, avg_logprob, seconds, rejected=reason)
+        if reason:
+            return Transcript("", no_speech, avg_logprob, seconds, rejected=reason, discarded=text)
+        return Transcript(text, no_speech, avg_logprob, seconds)

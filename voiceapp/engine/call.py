@@ -62,11 +62,12 @@ from .history import History
 from .inference import Inference, InferenceError
 from .knowledge import Fact
 from .llm import LLMOptions, Message
-from .prompt import DEFAULT_DECLINE, DEFAULT_REPLY_HINT, PromptBuilder
+from .prompt import DEFAULT_DECLINE, DEFAULT_REPLY_HINT, MESSAGE_DECLINE, PromptBuilder
 from .readahead import ReadAhead, ReadAheadSettings
 from .response import Response, ResponseState
 from .speaker import ReplySpeaker, SpeakerSettings, Speech
 from .tasks import TaskOwner
+from .tools import ToolSpec
 from .tracing import TurnTrace
 from .tts import VoiceSpec
 from .turns import (
@@ -112,7 +113,9 @@ class CallConfig:
     # request): only it is asked to read ahead (readahead.py).
     embedded_llm: bool = True
     max_sentences: int = 3
-    decline_text: str = DEFAULT_DECLINE
+    # The persona's own actions (sessions/actions.py): tools the server runs, offered
+    # to the LLM beside a client's tools (to_call_config puts both in `llm.tools`).
+    actions: tuple[ToolSpec, ...] = ()
     greeting: str = ""
     language: str = "en"
     llm: LLMOptions = field(default_factory=LLMOptions)
@@ -138,6 +141,16 @@ class CallConfig:
     history_budget_chars: int = 2000
     max_utterance_s: float = 30.0
     asr_model: str = DEFAULT_ASR_MODEL  # a packaged Whisper by name (asr.ASR_MODELS)
+
+    @property
+    def takes_messages(self) -> bool:
+        return any(action.name == "take_message" for action in self.actions)
+
+    @property
+    def decline_text(self) -> str:
+        """What the agent says when it will not answer: it offers a message only
+        when it can take one."""
+        return MESSAGE_DECLINE if self.takes_messages else DEFAULT_DECLINE
 
 
 class VoiceCall:
@@ -301,7 +314,11 @@ class VoiceCall:
         self._read_ahead.opening()
 
     def create_response(
-        self, *, instructions: str | None = None, max_output_tokens: int | None = None
+        self,
+        *,
+        instructions: str | None = None,
+        max_output_tokens: int | None = None,
+        tool_choice: str | None = None,
     ) -> str:
         """Answer the history now (manual turns, `response.create`). Returns the response id."""
         self.cancel_response()
@@ -311,6 +328,8 @@ class VoiceCall:
         llm = self.config.llm
         if max_output_tokens:
             llm = replace(llm, max_tokens=max_output_tokens)
+        if tool_choice is not None:
+            llm = replace(llm, tool_choice=tool_choice)
         self._spawn_response(response, self._reply_after_transcripts(response, llm, instructions))
         return response.id
 
@@ -891,6 +910,7 @@ def _prompt_builder(config: CallConfig) -> PromptBuilder:
         derive_facts=config.grounding,
         direct_min_score=0.0 if config.grounding and config.direct_answers else None,
         decline=config.decline_text,
+        takes_messages=config.takes_messages,
     )
 
 
@@ -903,6 +923,7 @@ def _writer_settings(config: CallConfig) -> WriterSettings:
         language=config.language,
         decline=config.decline_text,
         sequential=config.sequential,
+        rule_actions=config.actions if config.direct_answers else (),
     )
 
 

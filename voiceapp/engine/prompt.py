@@ -3,8 +3,8 @@
 A 135M-parameter model follows what is next to the question far better than
 what is in a long system prompt. So, when a persona has knowledge:
 - the system prompt says who the agent is, how to speak, and the one rule:
-  answer from the facts given with the question, else say you don't know and
-  offer to take a message;
+  answer from the facts given with the question, else say you don't know (and
+  offer to take a message, when the persona's take_message action is on);
 - two worked examples (one answered from a fact, one declined) come first, as
   earlier turns, so the model sees the pattern it should continue;
 - each caller turn is sent as the retrieved facts, then the caller's words.
@@ -31,10 +31,15 @@ DEFAULT_REPLY_HINT = (
 )
 GROUNDING_RULE = (
     "Answer only from the facts given with the caller's words. If they do not answer "
-    "the question, say you don't know and offer to take a message. Never make up "
+    "the question, say you don't know. Never make up "
     "numbers, prices, times, names or phone numbers."
 )
-DEFAULT_DECLINE = (
+# With the take_message action on (sessions/actions.py), a decline offers a message.
+MESSAGE_GROUNDING_RULE = GROUNDING_RULE.replace(
+    "say you don't know.", "say you don't know and offer to take a message."
+)
+DEFAULT_DECLINE = "I'm sorry, I don't know that."
+MESSAGE_DECLINE = (
     "I'm sorry, I don't know that. I can take a message and someone will call you back."
 )
 
@@ -46,11 +51,7 @@ _EXAMPLES: tuple[tuple[str, str | None, str], ...] = (
         "The shop is closed on New Year's Day.",
         "No, sorry, we're closed on New Year's Day.",
     ),
-    (
-        "Do you repair old radios?",
-        None,
-        "I'm sorry, I don't know that. I can take a message and someone will call you back.",
-    ),
+    ("Do you repair old radios?", None, ""),  # "": the persona's decline
 )
 
 _FACT_SHAPE = re.compile(
@@ -150,11 +151,13 @@ class PromptBuilder:
         derive_facts: bool = True,
         direct_min_score: float | None = 0.0,
         decline: str = DEFAULT_DECLINE,
+        takes_messages: bool = False,
     ) -> None:
         """`direct_min_score`: the best retrieved facts, when they score at least this
         (above the retriever's own minimum), are spoken as written; None: never."""
         self.direct_min_score = direct_min_score
         self.decline = decline
+        self.takes_messages = takes_messages
         self.instructions = instructions
         self._background = set(terms(instructions))
         self.reply_hint = reply_hint
@@ -170,7 +173,7 @@ class PromptBuilder:
         if self.reply_hint:
             parts.append(self.reply_hint)
         if self.grounded:
-            parts.append(GROUNDING_RULE)
+            parts.append(MESSAGE_GROUNDING_RULE if self.takes_messages else GROUNDING_RULE)
         name = language_name(self.language)
         if name:  # small models drift into other languages without this
             parts.append(f"Always answer in {name}.")
@@ -182,7 +185,7 @@ class PromptBuilder:
         messages: list[Message] = []
         for question, fact, answer in _EXAMPLES:
             messages.append({"role": "user", "content": self._content(question, fact)})
-            messages.append({"role": "assistant", "content": answer})
+            messages.append({"role": "assistant", "content": answer or self.decline})
         return messages
 
     def turn(self, text: str) -> Turn:

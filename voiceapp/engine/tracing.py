@@ -19,6 +19,7 @@ SPAN_NAMES = (
     "llm_first_token_ms",
     "first_clause_ms",
     "tts_first_audio_ms",
+    "tool_ms",
     "send_ms",
 )
 
@@ -29,10 +30,11 @@ class TurnTrace:
 
     Marks: speech_end (last voiced audio), end_of_turn, asr_start, asr_end,
     llm_start, llm_first_token, first_clause, tts_start, tts_first_audio,
-    first_audio_sent. `llm_queue_ms` and `asr_queue_ms` are reported by whoever
-    queued the request; `asr_reads` is how many readings the transcript took (2:
-    the full window read it again). Those two are details of the ASR span, not
-    spans: they go out with them (`details()`) but are not in `SPAN_NAMES`.
+    tool_call (a reply's call of a tool), first_audio_sent. `llm_queue_ms` and
+    `asr_queue_ms` are reported by whoever queued the request; `asr_reads` is how
+    many readings the transcript took (2: the full window read it again). Those two
+    are details of the ASR span, not spans: they go out with them (`details()`) but
+    are not in `SPAN_NAMES`.
     """
 
     clock: Callable[[], float] = time.monotonic
@@ -79,5 +81,7 @@ class TurnTrace:
             "llm_first_token_ms": self._span("llm_start", "llm_first_token"),
             "first_clause_ms": self._span("llm_start", "first_clause"),
             "tts_first_audio_ms": self._span("tts_start", "tts_first_audio"),
+            # from the LLM's start to the tool call it wrote (or the rules made)
+            "tool_ms": self._span("llm_start", "tool_call"),
             "send_ms": self._span("tts_first_audio", "first_audio_sent"),
         }

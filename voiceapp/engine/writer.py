@@ -16,6 +16,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 
+from . import intents
 from .chunker import ChunkerSettings, ClauseChunker
 from .frames import LLMToken, ToolCallMade
 from .guard import Action, GuardSettings, ReplyGuard, numbers_in
@@ -25,7 +26,7 @@ from .llm import LLMOptions, Message, PromptUsage
 from .prompt import PromptBuilder, Turn
 from .response import Response
 from .speaker import Speech
-from .tools import ToolCall
+from .tools import ToolCall, ToolSpec
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,9 @@ class WriterSettings:
     language: str  # replies in another language are not spoken (grounded only)
     decline: str  # what the agent says when it will not answer
     sequential: bool = False  # the baseline: the whole reply is written, then spoken
+    # The persona's actions that rules take for the small embedded model (intents.py);
+    # empty with a persona's own LLM, which chooses them itself.
+    rule_actions: tuple[ToolSpec, ...] = ()
 
 
 class ReplyWriter:
@@ -102,7 +106,15 @@ class ReplyWriter:
         chunker = ClauseChunker(cfg.chunker)
         # A reply that must call a tool is the LLM's to write, even where a fact answers.
         must_call = options.tool_choice != "auto" and bool(options.offered_tools)
-        direct = self._direct_answer(turn) if instructions is None and not must_call else None
+        planned = self._plan(user_text, options) if instructions is None else None
+        if planned is not None and planned.call is not None:
+            response.trace.mark("llm_start")
+            self._call(response, planned.call)  # an action by the rules: no LLM, no words
+            return True
+        if planned is not None and not must_call:
+            direct = planned.say
+        else:
+            direct = self._direct_answer(turn) if instructions is None and not must_call else None
         guard = self._guard(messages, extra=direct or "")
         trace = response.trace
         trace.mark("llm_start")
@@ -158,6 +170,21 @@ class ReplyWriter:
         trace.mark("tool_call")
         response.tool_calls.append(call)
         response.emit(ToolCallMade(response.id, call.call_id, call.name, call.arguments))
+
+    def _plan(self, user_text: str | None, options: LLMOptions) -> intents.Plan | None:
+        """What the rules make of the caller's last words, for the actions offered."""
+        offered = set(options.offered_tools)
+        actions = frozenset(a.name for a in self.settings.rule_actions if a in offered)
+        if not actions:
+            return None
+        text = user_text if user_text is not None else self._last_user_text()
+        if text is None:
+            return None
+        return intents.plan(text, self._history.messages, actions)
+
+    def _last_user_text(self) -> str | None:
+        last = self._history.messages[-1] if self._history.messages else None
+        return last["content"] if last is not None and last["role"] == "user" else None
 
     def _direct_answer(self, turn: Turn | None) -> str | None:
         """The fact to speak as written for the caller's last words (`turn`, or the

@@ -18,7 +18,15 @@ from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path
 
-from voiceapp.personas.models import MAX_FACTS_PER_PERSONA, Persona, PersonaFact, Voice
+from voiceapp.personas import server_tools
+from voiceapp.personas.models import (
+    MAX_FACTS_PER_PERSONA,
+    Action,
+    Persona,
+    PersonaFact,
+    PersonaTool,
+    Voice,
+)
 from voiceapp.personas.services import (
     persona_fact_create,
     persona_fact_delete,
@@ -54,7 +62,7 @@ class PersonaFactInline(admin.TabularInline):
     verbose_name = "fact"
     verbose_name_plural = (
         "Knowledge: facts the agent answers from (when none matches, it says it does not "
-        "know and offers to take a message)"
+        "know, and offers to take a message when that action is on)"
     )
 
     def formfield_for_dbfield(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
@@ -67,9 +75,64 @@ class PersonaFactInline(admin.TabularInline):
         return super().get_formset(request, obj, validate_max=True, **kwargs)
 
 
+class PersonaToolAdminForm(forms.ModelForm):
+    class Meta:
+        model = PersonaTool
+        fields = ["name", "description", "parameters", "url", "timeout_ms", "enabled"]
+
+    def clean_url(self) -> str:
+        return server_tools.clean_url(self.cleaned_data.get("url", ""))
+
+    def clean_parameters(self) -> dict[str, Any]:
+        return server_tools.clean_parameters(self.cleaned_data.get("parameters"))
+
+
+class PersonaToolInline(admin.TabularInline):
+    """The persona's server tools. They are added in the dashboard or the API, where
+    the signing secret is shown once; here they can be changed, switched off or
+    deleted (headers stay as stored)."""
+
+    model = PersonaTool
+    form = PersonaToolAdminForm
+    fields = ["name", "description", "parameters", "url", "timeout_ms", "enabled"]
+    extra = 0
+    verbose_name = "server tool"
+    verbose_name_plural = (
+        "Server tools (add them in the dashboard or the API, where the signing secret "
+        "is shown once)"
+    )
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class PersonaAdminForm(forms.ModelForm):
+    actions = forms.MultipleChoiceField(
+        choices=Action.choices,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="What the agent may do during a call besides talking.",
+    )
+    handoff_url = forms.URLField(
+        assume_scheme="https",
+        required=False,
+        max_length=500,
+        label="Handoff link",
+        help_text=Persona._meta.get_field("handoff_url").help_text,
+    )
+
+    class Meta:
+        model = Persona
+        fields = ["actions", "handoff_url"]  # the rest come from the admin's fieldsets
+
+    def clean_actions(self) -> list[str]:
+        return list(self.cleaned_data.get("actions") or [])
+
+
 @admin.register(Persona)
 class PersonaAdmin(admin.ModelAdmin):
-    inlines = [PersonaFactInline]
+    form = PersonaAdminForm
+    inlines = [PersonaFactInline, PersonaToolInline]
     list_display = ["name", "slug", "org", "voice", "llm_backend", "is_active", "updated_at"]
     list_filter = ["is_active", "llm_backend", "agent_speaks_first", "language", "voice"]
     search_fields = ["name", "slug", "instructions", "greeting"]
@@ -95,6 +158,7 @@ class PersonaAdmin(admin.ModelAdmin):
             {"fields": ("vad_threshold", "end_of_turn_silence_ms", "interruptions_enabled")},
         ),
         ("Limits", {"fields": ("idle_timeout_s", "max_call_duration_s", "allowed_origins")}),
+        ("Actions", {"fields": ("actions", "handoff_text", "handoff_url")}),
         (
             "Call recording",
             {"fields": ("record_calls", "recording_notice", "recording_retention_days")},

@@ -11,7 +11,14 @@ from rest_framework.response import Response
 
 from voiceapp.api.viewsets import OrgModelViewSet
 from voiceapp.engine.knowledge import Fact
-from voiceapp.personas.models import MAX_FACTS_PER_PERSONA, LLMBackend, Persona, PersonaFact, Voice
+from voiceapp.personas.models import (
+    MAX_FACTS_PER_PERSONA,
+    Action,
+    LLMBackend,
+    Persona,
+    PersonaFact,
+    Voice,
+)
 from voiceapp.personas.selectors import (
     persona_fact_list,
     persona_get,
@@ -57,6 +64,13 @@ class PersonaSerializer(serializers.ModelSerializer):
     allowed_origins = serializers.ListField(
         child=serializers.CharField(max_length=200), required=False, max_length=50
     )
+    actions = serializers.ListField(
+        child=serializers.ChoiceField(choices=Action.choices),
+        required=False,
+        max_length=len(Action.choices),
+        help_text="Built-in actions the agent may take: take_message, end_call, "
+        "transfer_call (which needs handoff_text).",
+    )
     llm_endpoint = serializers.PrimaryKeyRelatedField(
         queryset=LLMEndpoint.objects.none(),
         required=False,
@@ -97,6 +111,9 @@ class PersonaSerializer(serializers.ModelSerializer):
             "record_calls",
             "recording_notice",
             "recording_retention_days",
+            "actions",
+            "handoff_text",
+            "handoff_url",
             "created_at",
             "updated_at",
         ]
@@ -171,6 +188,19 @@ class PersonaFactInputSerializer(serializers.Serializer):
     answer = serializers.CharField(max_length=PersonaFact._meta.get_field("answer").max_length)
 
 
+class OfPersona:
+    """For views under ``personas/<persona_pk>/``: the persona, the caller's org's
+    (a 404 for another organization's)."""
+
+    request: Request
+    kwargs: dict[str, Any]
+
+    def persona(self) -> Persona:
+        if not hasattr(self, "_persona"):
+            self._persona = persona_get(org=self.request.user.org, pk=self.kwargs["persona_pk"])
+        return self._persona
+
+
 @extend_schema_view(
     list=extend_schema(summary="List a persona's facts, in order"),
     create=extend_schema(summary="Add a fact (it goes last unless a position is given)"),
@@ -186,18 +216,15 @@ class PersonaFactViewSet(
     mixins.UpdateModelMixin,
     mixins.DestroyModelMixin,
     viewsets.GenericViewSet,
+    OfPersona,
 ):
     """A persona's knowledge: facts the agent answers from. When none matches what the
-    caller asks, the agent says it does not know and offers to take a message."""
+    caller asks, the agent says it does not know (and offers to take a message when
+    the persona's take_message action is on)."""
 
     serializer_class = PersonaFactSerializer
     queryset = PersonaFact.objects.none()  # for the schema; requests use get_queryset
     pagination_class = None  # at most MAX_FACTS_PER_PERSONA per persona
-
-    def persona(self) -> Persona:
-        if not hasattr(self, "_persona"):
-            self._persona = persona_get(org=self.request.user.org, pk=self.kwargs["persona_pk"])
-        return self._persona
 
     def get_queryset(self) -> Any:
         if getattr(self, "swagger_fake_view", False):

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from django.core.exceptions import ValidationError
-from django.core.validators import MaxValueValidator, MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
 from django.utils import timezone
 
@@ -53,6 +53,14 @@ class ASRModel(models.TextChoices):
 
 
 RECORDING_RETENTION_DAYS = 30  # a persona's default for how long call recordings are kept
+
+
+class Action(models.TextChoices):
+    """The built-in actions a persona can switch on (sessions/actions.py runs them)."""
+
+    TAKE_MESSAGE = "take_message", "Take a message (name, callback number, message)"
+    END_CALL = "end_call", "End the call when the caller is done"
+    TRANSFER_CALL = "transfer_call", "Hand the caller to a person (says the handoff text)"
 
 
 class Persona(models.Model):
@@ -174,6 +182,26 @@ class Persona(models.Model):
         ],
         help_text="Recordings are deleted this many days after the call (or with the call).",
     )
+    actions = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Built-in actions the agent may take during a call. With “take a message” "
+        "on, a question the agent cannot answer is met with an offer to take one.",
+    )
+
+    handoff_text = models.CharField(
+        max_length=300,
+        blank=True,
+        help_text="What the agent says when a caller asks for a person, for example “Please "
+        "call us on 555 0100 and ask for Sam.” Needed with “hand the caller to a person” on.",
+    )
+    handoff_url = models.URLField(
+        "handoff link",
+        max_length=500,
+        blank=True,
+        help_text="A page the call widget links to with the handoff text (a contact form, "
+        "a booking page). https only. Optional.",
+    )
 
     class Meta:
         ordering = ["name"]
@@ -193,6 +221,20 @@ class Persona(models.Model):
             self.allowed_origins = origins_normalize([str(o) for o in self.allowed_origins])
         except ValidationError as exc:
             raise ValidationError({"allowed_origins": exc.messages}) from exc
+        if not isinstance(self.actions, list) or any(a not in Action.values for a in self.actions):
+            known = ", ".join(Action.values)
+            raise ValidationError({"actions": f"Give a list of actions out of: {known}."})
+        self.actions = [a for a in Action.values if a in self.actions]  # known order, once each
+        self.handoff_text = self.handoff_text.strip()
+        if Action.TRANSFER_CALL in self.actions and not self.handoff_text:
+            raise ValidationError(
+                {
+                    "handoff_text": "Write what a caller who asks for a person hears (a number "
+                    "to call, who to ask for), or switch “hand the caller to a person” off."
+                }
+            )
+        if self.handoff_url and not self.handoff_url.startswith("https://"):
+            raise ValidationError({"handoff_url": "Give an https:// link."})
         if self.voice_id and not Voice.objects.filter(pk=self.voice_id, is_available=True).exists():
             raise ValidationError({"voice": "This voice is not installed on this server."})
 
@@ -230,3 +272,65 @@ class PersonaFact(models.Model):
     def __str__(self) -> str:
         text = self.question or self.answer
         return text if len(text) <= 60 else f"{text[:59]}…"
+
+
+MAX_TOOLS_PER_PERSONA = 20
+TOOL_TIMEOUT_MS_MIN = 500
+TOOL_TIMEOUT_MS_MAX = 7000  # under the session's 8 s action timeout, so its error is the tool's
+TOOL_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$"
+
+
+class PersonaTool(models.Model):
+    """A server tool: a function the persona's model may call, which the server runs
+    by POSTing the call to the business's URL (voiceapp/personas/server_tools.py).
+
+    Headers (an API key, say) and the signing secret are stored encrypted
+    (`voiceapp.tenants.crypto`), as LLM endpoint keys and webhook secrets are."""
+
+    persona = models.ForeignKey(Persona, on_delete=models.CASCADE, related_name="tools")
+    name = models.CharField(
+        max_length=64,
+        validators=[
+            RegexValidator(
+                TOOL_NAME_PATTERN,
+                "Use 1 to 64 letters, digits, _ or -, starting with a letter or _.",
+            )
+        ],
+        help_text="What the model calls it, e.g. “lookup_order”: letters, digits, _ and -.",
+    )
+    description = models.TextField(
+        max_length=1000,
+        help_text="When the model should call it, e.g. “Look up an order by its number.”",
+    )
+    parameters = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="A JSON schema of its arguments (an object), e.g. "
+        '{"type": "object", "properties": {"order_number": {"type": "string"}}}.',
+    )
+    url = models.CharField(
+        "URL", max_length=500, help_text="Where the call is POSTed (https), signed."
+    )
+    timeout_ms = models.PositiveIntegerField(
+        "timeout (ms)",
+        default=3000,
+        validators=[
+            MinValueValidator(TOOL_TIMEOUT_MS_MIN, "Give a timeout of 500 to 7000 ms."),
+            MaxValueValidator(TOOL_TIMEOUT_MS_MAX, "Give a timeout of 500 to 7000 ms."),
+        ],
+        help_text="A slower answer is an error: the agent apologises and the call goes on.",
+    )
+    headers_encrypted = models.TextField(blank=True, editable=False)
+    secret_encrypted = models.TextField(editable=False)
+    enabled = models.BooleanField(default=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.UniqueConstraint(fields=["persona", "name"], name="persona_tool_unique_name")
+        ]
+
+    def __str__(self) -> str:
+        return self.name

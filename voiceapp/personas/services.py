@@ -58,6 +58,9 @@ PERSONA_FIELDS = (
     "record_calls",
     "recording_notice",
     "recording_retention_days",
+    "actions",
+    "handoff_text",
+    "handoff_url",
 )
 
 
@@ -222,6 +225,9 @@ def persona_create_default(*, org: Organization) -> Persona:
         instructions=DEFAULT_INSTRUCTIONS,
         greeting=DEFAULT_GREETING,
         agent_speaks_first=True,
+        # A caller who wants to leave a message can (docs/TOOLS.md); ending calls is
+        # left for the owner to switch on.
+        actions=["take_message"],
     )
 
 

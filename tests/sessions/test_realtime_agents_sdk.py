@@ -1,0 +1,130 @@
+"""The OpenAI Agents SDK (`openai-agents`, `agents.realtime`) against a live
+server: a `RealtimeAgent` with function tools connects to our /v1/realtime
+unchanged, and the SDK's own tool loop runs: the model calls the tool, the SDK
+runs it and sends its output with `response.create`, and the next reply speaks.
+Real models in a separate inference worker, real Postgres and Redis.
+
+The embedded SmolLM2-135M does not choose tools by itself (docs/TOOLS.md), so
+the agent's model settings name the tool to call; once it has run, the tool
+sets `tool_choice` to `none` through the SDK's raw-event channel, or the forced
+choice would call it again for the reply that reads its output."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+from agents import function_tool
+from agents.realtime import RealtimeAgent, RealtimeRunner, RealtimeSession
+from agents.realtime.model_inputs import RealtimeModelSendRawMessage
+
+from sessions.models import CallItem
+from tests.sessions.test_realtime_ws import wait_calls_ended
+from tests.support.live_server import LiveServer
+from voiceapp.personas.models import Persona
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
+
+
+def server_events(events: list[Any]) -> list[dict[str, Any]]:
+    """The raw server events the SDK passed through, as JSON."""
+    raw = []
+    for event in events:
+        if event.type == "raw_model_event" and event.data.type == "raw_server_event":
+            raw.append(event.data.data)
+    return raw
+
+
+def test_the_agents_sdk_tool_loop_runs_unchanged(
+    voice_server: LiveServer, secret_key_a: str, quiet_persona: Persona
+) -> None:
+    ran: list[str] = []
+    holder: dict[str, RealtimeSession] = {}
+
+    @function_tool
+    async def lookup_order(order_number: str) -> str:
+        """Look up the status of the caller's order by its order number."""
+        ran.append(order_number)
+        await holder["session"].model.send_event(
+            RealtimeModelSendRawMessage(
+                message={
+                    "type": "session.update",
+                    "other_data": {"session": {"type": "realtime", "tool_choice": "none"}},
+                }
+            )
+        )
+        return json.dumps({"status": "shipped", "arrives": "Friday"})
+
+    agent = RealtimeAgent(
+        name="Shop",
+        instructions="You help callers with their orders. Keep replies short.",
+        tools=[lookup_order],
+    )
+    runner = RealtimeRunner(
+        agent,
+        config={
+            "model_settings": {
+                "model_name": "assistant",
+                "tool_choice": {"type": "function", "name": "lookup_order"},
+            }
+        },
+    )
+
+    async def scenario() -> list[Any]:
+        seen: list[Any] = []
+        session = await runner.run(
+            model_config={
+                "url": f"{voice_server.ws_url}/v1/realtime?model=assistant",
+                "api_key": secret_key_a,
+            }
+        )
+        holder["session"] = session
+        async with session:
+            await session.send_message("Where is my order A1234?")
+            async with asyncio.timeout(150):
+                async for event in session:
+                    seen.append(event)
+                    if event.type == "error":
+                        raise AssertionError(f"the SDK reported an error: {event.error}")
+                    raw = server_events([event])
+                    if raw and raw[0]["type"] == "error":
+                        raise AssertionError(f"the server refused an event: {raw[0]}")
+                    done = [e for e in server_events(seen) if e["type"] == "response.done"]
+                    if len(done) == 2:  # the call, then the reply that reads its output
+                        break
+        return seen
+
+    seen = asyncio.run(scenario())
+    wait_calls_ended()
+
+    # the SDK ran the tool once, with the call's argument
+    kinds = [e.type for e in seen]
+    assert kinds.count("tool_start") == 1 and kinds.count("tool_end") == 1
+    assert len(ran) == 1 and ran[0].strip()
+    tool_end = next(e for e in seen if e.type == "tool_end")
+    assert tool_end.tool.name == "lookup_order"
+    assert json.loads(tool_end.output) == {"status": "shipped", "arrives": "Friday"}
+    # the first response was the call, the second a spoken reply after the output
+    raw = server_events(seen)
+    first, second = [e["response"] for e in raw if e["type"] == "response.done"]
+    assert [o["type"] for o in first["output"]] == ["function_call"]
+    call = first["output"][0]
+    assert call["name"] == "lookup_order"
+    assert json.loads(call["arguments"]) == {"order_number": ran[0]}
+    echoed = [
+        e["item"]
+        for e in raw
+        if e["type"] == "conversation.item.done" and e["item"]["type"] == "function_call_output"
+    ]
+    assert [item["call_id"] for item in echoed] == [call["call_id"]]
+    assert second["status"] == "completed"
+    assert [o["type"] for o in second["output"]] == ["message"]
+    assert any(e.type == "audio" for e in seen[kinds.index("tool_end") :])
+    spoken = second["output"][0]["content"][0]["transcript"]
+    assert spoken.strip()
+    # and the call record has the caller's words and the spoken reply
+    texts = list(CallItem.objects.values_list("role", "text"))
+    assert ("user", "Where is my order A1234?") in texts
+    assert ("assistant", spoken) in texts

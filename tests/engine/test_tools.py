@@ -188,6 +188,31 @@ def test_an_endpoints_bad_call_is_a_clear_error(parts: list[str], name: str) -> 
     assert caught.value.code == "llm_endpoint_bad_response"
 
 
+def test_an_endpoint_stream_cut_before_its_end_is_a_clear_error() -> None:
+    # given an endpoint that sends its 200 and a first delta, then closes the stream
+    # without a finish_reason or [DONE] (its reply failed after it had started)
+    events = [{"choices": [{"delta": {"content": "Let me"}}]}]
+    with scripted_sse_server(events, done=False) as server:
+        llm = HttpLLM(HttpLLMSettings(base_url=server.base_url))
+        options = LLMOptions(tools=(ORDER,), tool_choice="auto")
+        items: list[str | ToolCall] = []
+        with pytest.raises(LLMError) as caught:
+            for item in llm.stream([SYSTEM], options, threading.Event()):
+                items.append(item)
+    # then what it sent arrives, and the cut is an error, not a finished reply
+    assert items == ["Let me"]
+    assert caught.value.code == "llm_endpoint_bad_response"
+    assert "before the reply was finished" in str(caught.value)
+
+
+def test_an_endpoint_stream_that_says_it_finished_needs_no_done() -> None:
+    events = [{"choices": [{"delta": {"content": "Hi."}, "finish_reason": "stop"}]}]
+    with scripted_sse_server(events, done=False) as server:
+        llm = HttpLLM(HttpLLMSettings(base_url=server.base_url))
+        items = list(llm.stream([SYSTEM], LLMOptions(), threading.Event()))
+    assert items == ["Hi."]
+
+
 @pytest.mark.slow
 def test_a_read_ahead_of_the_prompt_never_calls(llm: LlamaLLM) -> None:
     # a one-token request only reads the prompt (readahead.py), whatever the choice

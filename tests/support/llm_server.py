@@ -123,9 +123,13 @@ class ScriptedServer:
 
 
 @contextlib.contextmanager
-def scripted_sse_server(events: list[dict[str, Any]]) -> Iterator[ScriptedServer]:
+def scripted_sse_server(
+    events: list[dict[str, Any]], *, done: bool = True
+) -> Iterator[ScriptedServer]:
     """An OpenAI-style `/chat/completions` that streams `events` as server-sent
-    events, then `[DONE]`, whatever it is asked (for what real servers differ in)."""
+    events, then `[DONE]` (unless not `done`: it then closes the stream there, as a
+    server does whose reply failed after its 200), whatever it is asked (for what
+    real servers differ in)."""
     server = ScriptedServer("")
 
     class Handler(BaseHTTPRequestHandler):
@@ -135,7 +139,7 @@ def scripted_sse_server(events: list[dict[str, Any]]) -> Iterator[ScriptedServer
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()
-            for event in [*map(json.dumps, events), "[DONE]"]:
+            for event in [*map(json.dumps, events), *(["[DONE]"] if done else [])]:
                 self.wfile.write(f"data: {event}\n\n".encode())
                 self.wfile.flush()
 

@@ -557,6 +557,11 @@ def _sse_deltas(
 def _sse_events(
     response: Any, cancel: threading.Event, usage: PromptUsage | None, calls: _CallParts
 ) -> Iterator[str]:
+    """The stream's text deltas. A stream that ends before `[DONE]` and before any
+    choice said why it finished was cut: a server whose reply failed after it had
+    sent its 200 (llama-cpp-python's, asked to stream an "auto" tool choice) closes
+    it so, and that is an error, not an empty reply."""
+    finished = False
     for raw in response:
         if cancel.is_set():
             return
@@ -587,11 +592,18 @@ def _sse_events(
             _read_usage(event["usage"], usage)
         choices = event.get("choices") or [{}]
         first = choices[0] if isinstance(choices[0], dict) else {}
+        finished = finished or bool(first.get("finish_reason"))
         message = first.get("delta") or {}
         calls.add(message.get("tool_calls"))
         delta = message.get("content")
         if delta:
             yield delta
+    if not finished and not cancel.is_set():
+        raise LLMError(
+            "The LLM endpoint closed its stream before the reply was finished "
+            "(no finish_reason, no [DONE]); its own log says why.",
+            "llm_endpoint_bad_response",
+        )
 
 
 def _read_usage(reported: dict[str, Any], usage: PromptUsage) -> None:

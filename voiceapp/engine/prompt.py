@@ -102,6 +102,9 @@ class Turn:
     content: str
     matches: tuple[Match, ...]
     direct: str | None = None
+    # `direct` is the decline: asked about something no fact covers. A tool the
+    # reply may call can still serve it, so the writer lets the LLM choose then.
+    declined: bool = False
 
 
 _QUESTION_START = re.compile(
@@ -211,7 +214,7 @@ class PromptBuilder:
             # Asked about something no fact covers: decline as written. Late in a call
             # the small model follows its own earlier answers ("We do not sell X.")
             # rather than the rule, and invents a negative.
-            direct = self.decline
+            return Turn(self._content(text, facts), matches, self.decline, declined=True)
         return Turn(self._content(text, facts), matches, direct)
 
     def _asks_about(self, text: str) -> bool:

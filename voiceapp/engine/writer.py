@@ -105,7 +105,14 @@ class ReplyWriter:
         messages = self._messages(turn, instructions)
         chunker = ClauseChunker(cfg.chunker)
         # A reply that must call a tool is the LLM's to write, even where a fact answers.
+        # One that may call a tool is too, where the facts would only decline, when an
+        # endpoint that chooses tools writes it (the embedded model does not choose:
+        # bench/tool_choice.py; it keeps the decline). Actions the rules take, as
+        # take_message after the decline, are not such a tool.
         must_call = options.tool_choice != "auto" and bool(options.offered_tools)
+        may_call = options.backend == "http" and any(
+            t not in cfg.rule_actions for t in options.offered_tools
+        )
         planned = self._plan(user_text, options) if instructions is None else None
         if planned is not None and planned.call is not None:
             response.trace.mark("llm_start")
@@ -114,7 +121,11 @@ class ReplyWriter:
         if planned is not None and not must_call:
             direct = planned.say
         else:
-            direct = self._direct_answer(turn) if instructions is None and not must_call else None
+            direct = (
+                self._direct_answer(turn, may_call=may_call)
+                if instructions is None and not must_call
+                else None
+            )
         guard = self._guard(messages, extra=direct or "")
         trace = response.trace
         trace.mark("llm_start")
@@ -186,14 +197,17 @@ class ReplyWriter:
         last = self._history.messages[-1] if self._history.messages else None
         return last["content"] if last is not None and last["role"] == "user" else None
 
-    def _direct_answer(self, turn: Turn | None) -> str | None:
+    def _direct_answer(self, turn: Turn | None, *, may_call: bool) -> str | None:
         """The fact to speak as written for the caller's last words (`turn`, or the
-        history's last message), if one answers them."""
+        history's last message), if one answers them; not the decline, when the
+        reply `may_call` a tool that could serve what no fact covers."""
         if turn is None:
             last = self._history.messages[-1] if self._history.messages else None
             if last is None or last["role"] != "user":
                 return None
             turn = self.prompt.turn(last["content"])
+        if turn.declined and may_call:
+            return None
         return turn.direct
 
     def _guard(self, messages: list[Message], *, extra: str = "") -> ReplyGuard:

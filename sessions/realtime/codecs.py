@@ -14,7 +14,6 @@ from voiceapp.engine import g711
 from voiceapp.engine.audio import float_to_pcm16, pcm16_to_float, resample
 
 PCM_RATE = 24000
-ASR_RATE = 16000
 G711_FORMATS = ("audio/pcmu", "audio/pcma")
 FORMATS = ("audio/pcm", *G711_FORMATS)
 
@@ -64,12 +63,6 @@ def to_pcm24_mono(pcm: bytes, sample_rate: int, channels: int) -> bytes:
     if sample_rate != PCM_RATE:
         mono = resample(mono, sample_rate, PCM_RATE)
     return float_to_pcm16(mono)
-
-
-def pcm24_to_asr(pcm: bytes) -> np.ndarray:
-    """A committed buffer (PCM16 24 kHz) as the float 16 kHz samples ASR takes.
-    Seconds of audio take milliseconds of CPU: callers run it in a thread."""
-    return resample(pcm16_to_float(pcm, 1), PCM_RATE, ASR_RATE)
 
 
 def encode_reply(pcm: bytes, sample_rate: int, output_format: str) -> bytes:

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from sessions.realtime import events, protocol
 from sessions.realtime.actions import ActionResult, Actions
-from sessions.realtime.codecs import PCM_RATE, decode_append, pcm24_to_asr, to_pcm24_mono
+from sessions.realtime.codecs import PCM_RATE, decode_append, to_pcm24_mono
 from sessions.realtime.errors import ClientError
 from sessions.realtime.limits import MAX_CLIENT_ITEMS, MAX_HISTORY_ITEMS, MAX_MANUAL_BUFFER_SECONDS
 from sessions.realtime.recorder import CappedRecorder, Recorder, Usage
@@ -39,7 +39,7 @@ from sessions.realtime.translator import Reply, Translator
 from voiceapp.engine.audio import AudioFormatError
 from voiceapp.engine.call import VoiceCall
 from voiceapp.engine.frames import ResponseDone, ToolCallMade, TTSAudio
-from voiceapp.engine.inference import Inference, InferenceError
+from voiceapp.engine.inference import Inference
 from voiceapp.engine.tasks import TaskOwner
 from voiceapp.engine.tts import VoiceSpec
 
@@ -586,21 +586,9 @@ class RealtimeSession:
             }
         )
         await self.translator.announce_user_item(item_id)
-        audio16 = await asyncio.to_thread(pcm24_to_asr, pcm)  # seconds of audio: off the loop
-        del pcm
-        try:
-            config = self.call.config
-            transcript = await self._inference.transcribe(
-                audio16, config.language, config.asr_model
-            )
-        except InferenceError as exc:
-            await self.translator.transcription_failed(
-                item_id, {"type": "server_error", "code": exc.code, "message": str(exc)}
-            )
-            return
-        text = "" if transcript.rejected else transcript.text
-        self.call.add_message("user", text)
-        await self.translator.user_transcript(item_id, text, transcript.audio_seconds)
+        # Transcribed by the call's listener: its TranscriptFinal (or TranscriptFailed)
+        # comes out with the call's frames, and a response.create waits for it.
+        self.call.commit_audio(pcm, PCM_RATE, item_id)
 
     async def _item_create(self, event: protocol.ConversationItemCreate) -> None:
         item = event.item

@@ -508,6 +508,35 @@ async def test_manual_turns_are_transcribed_and_answered_when_asked(
     assert len(of(frames, ResponseStarted)) == 1
 
 
+async def test_a_committed_buffer_is_transcribed_by_the_call_and_answered_when_asked(
+    new_call: MakeCall, clips: dict[str, Clip]
+) -> None:
+    # given a call without turn detection, as a client that commits its own buffer has
+    call = new_call(create_response=False)
+    rate = 24000
+    pcm = float_to_pcm16(np.concatenate([clips["capital"].at(rate), silence(0.2).at(rate)]))
+    quiet = float_to_pcm16(near_silence(1.0).at(rate))
+    # when the buffer is committed and a reply asked for at once, before the transcript
+    item_id = call.commit_audio(pcm, rate, "item_committed")
+    call.create_response()
+    frames = await collect_until(call, done, timeout_s=40)
+    # then the call read the words itself, and the reply waited for them
+    final = of(frames, TranscriptFinal)
+    assert item_id == "item_committed" and [f.item_id for f in final] == [item_id]
+    assert {"capital", "france"} <= words(final[0].text)
+    reply = of(frames, ResponseDone)[0]
+    assert reply.status == "completed" and reply.text
+    assert call.history == [
+        {"role": "user", "content": final[0].text},
+        {"role": "assistant", "content": reply.text},
+    ]
+    # and a buffer of near silence is reported as not transcribed, and kept out of the history
+    noise_id = call.commit_audio(quiet, rate)
+    failed = await collect_until(call, lambda f: isinstance(f, TranscriptFailed), timeout_s=20)
+    assert of(failed, TranscriptFailed)[0].item_id == noise_id
+    assert len(call.history) == 2
+
+
 def near_silence(seconds: float) -> Clip:
     """Dithered digital silence (+-1 LSB of PCM16), as a quiet microphone gives."""
     rng = np.random.default_rng(3)

@@ -215,6 +215,47 @@ def test_openai_sdk_spoken_question(
     assert turn.v2v_ms == latency["v2v_ms"]
 
 
+def test_manual_turn_committed_by_the_client_is_transcribed_and_answered(
+    voice_server: LiveServer, secret_key_a: str, quiet_persona: Persona, question_pcm: bytes
+) -> None:
+    # given a session without turn detection (the client commits its own turns)
+    async def scenario() -> list[dict[str, Any]]:
+        client = AsyncOpenAI(base_url=f"{voice_server.url}/v1", api_key=secret_key_a)
+        async with client.realtime.connect(model="assistant") as conn:
+            await conn.recv()
+            await conn.session.update(
+                session={"type": "realtime", "audio": {"input": {"turn_detection": None}}}
+            )
+            assert (await conn.recv()).type == "session.updated"
+            # when it appends a spoken question, commits it and asks for a reply at once
+            chunk = 24000 * 2 // 5
+            for i in range(0, len(question_pcm), chunk):
+                piece = base64.b64encode(question_pcm[i : i + chunk]).decode()
+                await conn.input_audio_buffer.append(audio=piece)
+            await conn.input_audio_buffer.commit()
+            await conn.response.create()
+            return await events_until(conn, lambda e: e["type"] == "response.done")
+
+    events = asyncio.run(scenario())
+    wait_calls_ended()
+
+    # then the committed item is transcribed before the reply that reads it is written
+    kinds = [e["type"] for e in events]
+    committed = of_type(events, "input_audio_buffer.committed")[0]
+    transcript = of_type(events, "conversation.item.input_audio_transcription.completed")[0]
+    assert transcript["item_id"] == committed["item_id"]
+    assert {"capital", "france"} <= set(transcript["transcript"].lower().strip("?.").split())
+    done = of_type(events, "response.done")[0]["response"]
+    assert done["status"] == "completed"
+    first_words = kinds.index("response.output_audio_transcript.delta")
+    assert kinds.index("conversation.item.input_audio_transcription.completed") < first_words
+    assert "input_audio_buffer.speech_started" not in kinds
+    call = Call.objects.get(org=quiet_persona.org)
+    items = list(CallItem.objects.filter(call=call).values_list("role", "text"))
+    assert items[0] == ("user", transcript["transcript"])
+    assert items[1][0] == "assistant" and items[1][1]
+
+
 def test_greeting_and_text_input(
     voice_server: LiveServer, secret_key_a: str, tenant_a: Tenant
 ) -> None:

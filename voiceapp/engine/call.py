@@ -14,13 +14,16 @@ interruption (the rest is flushed and the history keeps only what was heard)
 or turns out to be a cough and the reply resumes where it paused.
 
 The call is the orchestrator: it decides when a response starts, is
-committed, finishes, is cancelled or fails. How a response's state changes and
-which frames that releases is `response.py`; what a reply says (the prompt,
-a fact spoken as written, the LLM's clauses through the reply guard) is
-`writer.py`; how its clauses are synthesized and its audio released is
-`speaker.py`; what the models read ahead while a
-reply plays is `readahead.py`; the conversation and what the LLM is sent of it
-is `history.py`; every task it starts has an owner (`tasks.py`), and `close()`
+committed, finishes, is cancelled or fails. The caller's side (VAD, turn
+detection, the utterance, partials, final and manual transcripts, when a
+speculation is read again) is `listener.py`, which calls back through its
+hooks; which reply is speculative, active or paused is `slots.py`. How a
+response's state changes and which frames that releases is `response.py`;
+what a reply says (the prompt, a fact spoken as written, the LLM's clauses
+through the reply guard) is `writer.py`; how its clauses are synthesized and
+its audio released is `speaker.py`; what the models read ahead while a reply
+plays is `readahead.py`; the conversation and what the LLM is sent of it is
+`history.py`; every task it starts has an owner (`tasks.py`), and `close()`
 cancels them all.
 """
 
@@ -37,34 +40,19 @@ from typing import Any
 
 import numpy as np
 
-from .asr import DEFAULT_ASR_MODEL, Transcript
-from .audio import (
-    VAD_RATE,
-    AudioFormatError,
-    StreamResampler,
-    check_rate,
-    pcm16_to_float,
-    to_mono_float,
-)
+from .asr import DEFAULT_ASR_MODEL
+from .audio import AudioFormatError, pcm16_to_float
 from .chunker import ChunkerSettings, ClauseChunker
-from .frames import (
-    ErrorFrame,
-    Frame,
-    ResponseStarted,
-    ResponseStatus,
-    SpeechStarted,
-    SpeechStopped,
-    TranscriptFailed,
-    TranscriptFinal,
-    TranscriptPartial,
-)
+from .frames import Frame, ResponseStarted, ResponseStatus, TranscriptFailed, TranscriptFinal
 from .history import History
 from .inference import Inference, InferenceError
 from .knowledge import Fact
+from .listener import Listener, ListenerSettings, failed_transcript
 from .llm import LLMOptions, Message
 from .prompt import DEFAULT_DECLINE, DEFAULT_REPLY_HINT, MESSAGE_DECLINE, PromptBuilder
 from .readahead import ReadAhead, ReadAheadSettings
 from .response import Response, ResponseState
+from .slots import ReplySlots
 from .speaker import ReplySpeaker, SpeakerSettings, Speech
 from .tasks import TaskOwner
 from .tools import ToolSpec
@@ -74,21 +62,17 @@ from .turns import (
     BargeInDetector,
     BargeInKind,
     BargeInSettings,
-    TurnDetector,
     TurnEvent,
-    TurnEventKind,
     TurnSettings,
-    TurnState,
     end_of_turn_wait_ms,
     sentence_completeness,
     unfinished_by_words,
 )
-from .vad import CHUNK_SAMPLES, SileroModel, StreamingVAD
+from .vad import SileroModel
 from .writer import ReplyWriter, WriterSettings
 
 log = logging.getLogger(__name__)
 
-RESPECULATE_AFTER_MS = 300  # more silence before an "unfinished" pause is transcribed again
 TRANSCRIPT_WAIT_S = 10.0  # how long a requested reply waits for a turn still being transcribed
 EOU_WAIT_S = 0.5  # an end-of-turn score later than this is not waited for (lexical hint only)
 
@@ -154,7 +138,10 @@ class CallConfig:
 
 
 class VoiceCall:
-    """One conversation: audio in, frames out. Use inside a running event loop."""
+    """One conversation: audio in, frames out. Use inside a running event loop.
+
+    It is the `ListenerHooks` of its own `Listener`: the caller's side tells it
+    when a turn paused, went on or ended, and it decides what the replies do."""
 
     def __init__(
         self,
@@ -167,14 +154,20 @@ class VoiceCall:
         self.call_id = f"call_{uuid.uuid4().hex[:20]}"
         self._inference = inference
         self._clock = clock
-        self._vad = StreamingVAD(vad_model)
-        self._detector = TurnDetector(config.turns)
         self._barge = BargeInDetector(_barge_in_settings(config))
-        self._paused: Response | None = None  # the reply held by a barge-in onset
-        self._resampler: StreamResampler | None = None
         self._out: asyncio.Queue[Frame | None] = asyncio.Queue()
         self._history = History()
         self._tasks = TaskOwner("call")
+        self._slots = ReplySlots()
+        self._listener = Listener(
+            _listener_settings(config),
+            inference,
+            vad_model,
+            self._out.put_nowait,
+            self._tasks,
+            self,
+            clock=clock,
+        )
         self._speaker = ReplySpeaker(
             _speaker_settings(config),
             inference,
@@ -199,25 +192,7 @@ class VoiceCall:
             before_llm=self._read_ahead.wait_llm,
             session=self.call_id,
         )
-        self._transcribing = TaskOwner("transcribing")  # manual-mode turns in ASR
         self._closed = False
-        # Input clock and the current user turn.
-        self._chunks = 0
-        self._pending16 = np.zeros(0, dtype=np.float32)
-        self._recent = np.zeros(0, dtype=np.float32)  # last prefix_padding_ms, for turn starts
-        self._utterance: list[np.ndarray] = []
-        self._utterance_samples = 0
-        self._item_id: str | None = None
-        self._last_voiced_at: float | None = None
-        self._speech_announced = False
-        self._partial_task: asyncio.Task[None] | None = None
-        self._partial_at_samples = 0
-        self._last_sound_chunk = -1  # last chunk that might hold speech (not clearly quiet)
-        self._speculated_at_chunk = -1
-        self._respeculated = False
-        # Responses.
-        self._speculative: Response | None = None
-        self._active: Response | None = None
         self.stats = {
             "speculative_started": 0,
             "speculative_cancelled": 0,
@@ -252,18 +227,15 @@ class VoiceCall:
         """Feed float or int audio, 1-D or (frames, channels). Raises AudioFormatError."""
         if self._closed:
             raise RuntimeError("call is closed")
-        check_rate(sample_rate)
-        mono = to_mono_float(samples)
-        if mono.size == 0:
-            return
-        if self._resampler is None or self._resampler.in_rate != sample_rate:
-            self._resampler = StreamResampler(sample_rate, VAD_RATE)
-        audio16 = self._resampler.process(mono)
-        self._pending16 = np.concatenate([self._pending16, audio16])
-        n = len(self._pending16) // CHUNK_SAMPLES
-        for i in range(n):
-            self._on_chunk(self._pending16[i * CHUNK_SAMPLES : (i + 1) * CHUNK_SAMPLES])
-        self._pending16 = self._pending16[n * CHUNK_SAMPLES :]
+        self._listener.push_samples(samples, sample_rate)
+
+    def commit_audio(self, pcm: bytes, sample_rate: int, item_id: str | None = None) -> str:
+        """A manual turn: a client's committed buffer (PCM16 mono) is transcribed and
+        added to the history (`TranscriptFinal` or `TranscriptFailed` reports it);
+        a `create_response()` made meanwhile waits for it. Returns the item id."""
+        if self._closed:
+            raise RuntimeError("call is closed")
+        return self._listener.commit_audio(pcm, sample_rate, item_id)
 
     @property
     def history(self) -> list[Message]:
@@ -289,15 +261,14 @@ class VoiceCall:
         """Apply new settings (instructions, voice, turn detection ...) from the next turn on."""
         previous = self.config
         self.config = config
-        self._detector.settings = config.turns
+        self._listener.update(_listener_settings(config))
         self._writer.settings = _writer_settings(config)
         self._writer.prompt = _prompt_builder(config)
         self._barge.settings = _barge_in_settings(config)
         self._speaker.settings = _speaker_settings(config)
         self._read_ahead.settings = _read_ahead_settings(config)
         prompt_of = attrgetter("instructions", "facts", "grounding", "reply_hint")
-        idle = self._active is None and self._speculative is None
-        if idle and prompt_of(config) != prompt_of(previous):
+        if self._slots.idle and prompt_of(config) != prompt_of(previous):
             self.prepare()  # the new prompt is read before the caller's next turn
 
     def prepare(self) -> None:
@@ -323,7 +294,7 @@ class VoiceCall:
         """Answer the history now (manual turns, `response.create`). Returns the response id."""
         self.cancel_response()
         response = self._new_response(None, speculative=False)
-        self._active = response
+        self._slots.activate(response)
         response.emit(ResponseStarted(response.id))
         llm = self.config.llm
         if max_output_tokens:
@@ -337,7 +308,7 @@ class VoiceCall:
         self, response: Response, options: LLMOptions, instructions: str | None
     ) -> None:
         """Manual mode: a turn still being transcribed belongs in the prompt."""
-        pending = self._transcribing.pending()
+        pending = self._listener.pending()
         if pending:
             await asyncio.wait(pending, timeout=TRANSCRIPT_WAIT_S)
         await self._reply(response, options, instructions)
@@ -346,15 +317,16 @@ class VoiceCall:
         """Speak fixed text (a greeting) as a response, without the LLM."""
         self.cancel_response()
         response = self._new_response(None, speculative=False)
-        self._active = response
+        self._slots.activate(response)
         response.emit(ResponseStarted(response.id))
         self._spawn_response(response, self._speak_text(response, text))
         return response.id
 
     def cancel_response(self) -> None:
         """Stop the active response now (`response.cancel`); no-op when idle."""
-        if self._active is not None and self._active.active:
-            self._finish_cancelled(self._active, interrupted=False)
+        active = self._slots.active
+        if active is not None and active.active:
+            self._finish_cancelled(active, interrupted=False)
 
     def truncate(self, audio_end_ms: int) -> str:
         """Cut the last reply in the history to what its first `audio_end_ms` said."""
@@ -376,147 +348,69 @@ class VoiceCall:
         if self._closed:
             return
         self._closed = True
-        if self._active is not None:
-            self._finish_cancelled(self._active, interrupted=True)
-        for response in (self._speculative, self._active):
-            if response is not None:
-                response.tasks.cancel()
+        self._listener.closed = True
+        if self._slots.active is not None:
+            self._finish_cancelled(self._slots.active, interrupted=True)
+        for response in self._slots.in_hand():
+            response.tasks.cancel()
         await self._tasks.cancel_all(wait_s)
         self._out.put_nowait(None)
 
     @property
     def speaking(self) -> bool:
         """True while reply audio is being released."""
-        r = self._active
-        return r is not None and r.active and r.first_sent_at is not None
+        return self._slots.speaking
 
-    # ----- input side --------------------------------------------------------
+    # ----- the listener's hooks ----------------------------------------------
 
-    def _on_chunk(self, chunk: np.ndarray) -> None:
-        now = self._clock()
-        prob = self._vad.process(chunk)[0]
-        self._chunks += 1
-        detector = self._detector
-        if detector.state is not TurnState.IDLE:
-            self._utterance.append(chunk)
-            self._utterance_samples += len(chunk)
-        else:
-            keep = int(self.config.prefix_padding_ms * VAD_RATE / 1000)
-            keep += self.config.turns.min_speech_ms * VAD_RATE // 1000 + CHUNK_SAMPLES
-            self._recent = np.concatenate([self._recent, chunk])[-keep:]
-        if prob >= self.config.turns.threshold:
-            self._last_voiced_at = now
-        if prob >= max(0.2, self.config.turns.threshold - 0.3):
-            self._last_sound_chunk = self._chunks
-        self._check_barge_in(prob)
-        for event in detector.push(prob):
-            self._on_turn_event(event, chunk)
-        self._maybe_respeculate()
-        if prob >= self.config.turns.threshold:
-            self._maybe_partial()
-
-    def _check_barge_in(self, prob: float) -> None:
+    def heard(self, probability: float) -> None:
         """Speech over the reply: pause it on the onset, then cancel it or play on."""
-        response = self._active
+        response = self._slots.active
         if not (self.config.interruptions_enabled and self.speaking) or response is None:
             self._barge.reset()
-            if self._paused is not None:
-                self._resume(self._paused)
+            paused = self._slots.take_paused()
+            if paused is not None:
+                self._speaker.resume(paused)
             return
-        kind = self._barge.push(prob)
+        kind = self._barge.push(probability)
         if kind is BargeInKind.PAUSE:
-            self._pause(response)
+            self.stats["barge_in_pauses"] += 1
+            self._speaker.pause(response)
+            self._slots.hold(response)
         elif kind is BargeInKind.RESUME:
             self.stats["false_interruptions"] += 1
-            self._resume(response)
+            self._slots.take_paused()
+            self._speaker.resume(response)
         elif kind is BargeInKind.CONFIRM:
-            self._paused = None
+            self._slots.take_paused()
             # The protocol's order: speech_started, then the cancelled response.
-            if self._item_id is not None and not self._speech_announced:
-                self._announce_speech()
+            self._listener.announce()
             self._finish_cancelled(response, interrupted=True)
             self.stats["interruptions"] += 1
 
-    def _pause(self, response: Response) -> None:
-        """Hold the reply on a barge-in onset until it is confirmed or turns out a cough."""
-        self.stats["barge_in_pauses"] += 1
-        self._speaker.pause(response)
-        self._paused = response
+    def turn_paused(self) -> None:
+        if self.config.speculative and not self.config.sequential:
+            self._start_turn_response(speculative=True)
 
-    def _resume(self, response: Response) -> None:
-        """Play the held reply on from where it paused (the speech was a cough, or ended)."""
-        self._paused = None
-        self._speaker.resume(response)
+    def turn_resumed(self) -> None:
+        speculative = self._slots.take_speculative()
+        if speculative is not None:
+            self._finish_cancelled(speculative, interrupted=False, silent=True)
+            self.stats["speculative_cancelled"] += 1
 
-    def _announce_speech(self) -> None:
-        assert self._item_id is not None
-        self._speech_announced = True
-        start_ms = max(0, self._speech_start_ms - self.config.prefix_padding_ms)
-        self._out.put_nowait(SpeechStarted(self._item_id, start_ms))
-
-    def _on_turn_event(self, event: TurnEvent, chunk: np.ndarray) -> None:
-        kind = event.kind
-        if kind is TurnEventKind.SPEECH_STARTED:
-            self._item_id = f"item_{uuid.uuid4().hex[:20]}"
-            self._speech_start_ms = event.audio_ms
-            # The detected speech and its prefix padding are in the recent-audio buffer.
-            self._utterance = [self._recent.copy()]
-            self._utterance_samples = len(self._recent)
-            self._recent = np.zeros(0, dtype=np.float32)
-            self._partial_at_samples = 0
-            self._speech_announced = False
-            if not self.speaking:
-                self._announce_speech()
-        elif kind is TurnEventKind.PAUSED:
-            self._respeculated = False
-            if self.config.speculative and not self.config.sequential and self._turn_counts():
-                self._start_turn_response(speculative=True)
-        elif kind is TurnEventKind.RESUMED:
-            if self._speculative is not None:
-                self._finish_cancelled(self._speculative, interrupted=False, silent=True)
-                self._speculative = None
-                self.stats["speculative_cancelled"] += 1
-        elif kind is TurnEventKind.END_OF_TURN:
-            self._end_of_turn(event)
-
-    def _maybe_respeculate(self) -> None:
-        """Transcribe again when the pause's transcript looked unfinished.
-
-        Whisper often drops the last word when the audio stops right after it; with
-        a few hundred ms more of silence the same turn often reads as finished,
-        and the shorter end-of-turn wait applies again.
-        """
-        response = self._speculative
-        respeculate_ms = self.config.turns.pause_ms + RESPECULATE_AFTER_MS
-        if (
-            response is None
-            or not response.incomplete
-            or self._respeculated
-            or self._detector.silence_ms() < respeculate_ms
-        ):
+    def pause_lengthened(self) -> None:
+        """Transcribe the turn again: its transcript looked unfinished (`Listener`)."""
+        speculative = self._slots.take_speculative()
+        if speculative is None:
             return
-        self._respeculated = True
-        self._finish_cancelled(response, interrupted=False, silent=True)
-        self._speculative = None
+        self._finish_cancelled(speculative, interrupted=False, silent=True)
         self.stats["speculative_cancelled"] += 1
-        self._detector.expect_hint()
+        self._listener.expect_hint()
         self._start_turn_response(speculative=True)
 
-    def _turn_counts(self) -> bool:
-        """A turn only answers when it was announced (not echo or a cough during playback)."""
-        return self._speech_announced
-
-    def _end_of_turn(self, event: TurnEvent) -> None:
-        item_id = self._item_id
-        if item_id is None:
-            return
-        if not self._turn_counts():
-            self._reset_utterance()
-            return
-        self._out.put_nowait(SpeechStopped(item_id, event.audio_ms))
-        response = self._speculative
-        self._speculative = None
-        if response is not None and self._last_sound_chunk > self._speculated_at_chunk:
+    def turn_ended(self, item_id: str, event: TurnEvent) -> None:
+        response = self._slots.take_speculative()
+        if response is not None and self._listener.sound_since_speculation():
             # Faint speech after the speculation started: its transcript may miss words.
             self._finish_cancelled(response, interrupted=False, silent=True)
             self.stats["speculative_cancelled"] += 1
@@ -524,56 +418,12 @@ class VoiceCall:
         if response is None:
             response = self._start_turn_response(speculative=False)
         if response is not None:
-            response.trace.mark("speech_end", self._last_voiced_at)
+            response.trace.mark("speech_end", self._listener.last_voiced_at)
             response.trace.mark("end_of_turn")
             self._commit(response)
-        self._reset_utterance()
 
-    def _reset_utterance(self) -> None:
-        self._utterance = []
-        self._utterance_samples = 0
-        self._item_id = None
-        self._speech_announced = False
-        if self._partial_task is not None:
-            self._partial_task.cancel()
-            self._partial_task = None
-
-    def _utterance_audio(self) -> np.ndarray:
-        audio = np.concatenate(self._utterance) if self._utterance else np.zeros(0, np.float32)
-        return audio[-int(self.config.max_utterance_s * VAD_RATE) :]
-
-    def _maybe_partial(self) -> None:
-        """Transcribe the turn so far for live captions, every `partial_interval_ms`.
-
-        Called on voiced chunks only: a partial started in the quiet that may be the
-        end of the turn would still be running when the pause starts the final
-        transcript, and the two would share the worker's cores on its critical path.
-        """
-        cfg = self.config
-        if (
-            cfg.partial_interval_ms <= 0
-            or self._detector.state is not TurnState.SPEAKING
-            or not self._speech_announced
-            or (self._partial_task is not None and not self._partial_task.done())
-        ):
-            return
-        step = cfg.partial_interval_ms * VAD_RATE // 1000
-        if self._utterance_samples - self._partial_at_samples < step:
-            return
-        self._partial_at_samples = self._utterance_samples
-        item_id = self._item_id
-        audio = self._utterance_audio()
-
-        async def partial() -> None:
-            try:
-                result = await self._inference.transcribe(audio, cfg.language, cfg.asr_model)
-            except InferenceError as exc:
-                log.warning("partial transcript failed: %s", exc)
-                return
-            if result.text and item_id is not None and item_id == self._item_id:
-                self._out.put_nowait(TranscriptPartial(item_id, result.text))
-
-        self._partial_task = self._spawn(partial())
+    def user_said(self, text: str) -> None:
+        self.add_message("user", text)
 
     # ----- responses ---------------------------------------------------------
 
@@ -592,16 +442,15 @@ class VoiceCall:
     def _start_turn_response(self, *, speculative: bool) -> Response | None:
         if not self.config.create_response and not speculative:
             # Manual mode: transcribe only; the transport calls create_response().
-            task = self._spawn(self._transcribe_only(self._item_id, self._utterance_audio()))
-            self._transcribing.add(task)
+            self._listener.transcribe_turn()
             return None
         if not self.config.create_response:
             return None
-        response = self._new_response(self._item_id, speculative=True)
-        audio = self._utterance_audio()
+        response = self._new_response(self._listener.item_id, speculative=True)
+        audio = self._listener.utterance_audio()
         if speculative:
-            self._speculative = response
-            self._speculated_at_chunk = self._chunks
+            self._slots.speculate(response)
+            self._listener.speculation_started()
             self.stats["speculative_started"] += 1
         self._spawn_response(response, self._turn(response, audio))
         return response
@@ -618,14 +467,14 @@ class VoiceCall:
         if response.empty:
             response.discard(report=TranscriptFailed)  # a rejected turn is reported
             return
-        previous = self._active
+        previous = self._slots.active
         if previous is not None and previous.active:
             if response.user_text:
                 self._finish_cancelled(previous, interrupted=False)
             else:
                 response.supersedes = previous
         response.commit()
-        self._active = response
+        self._slots.activate(response)
         if response.user_text:
             self.add_message("user", response.user_text)
 
@@ -635,83 +484,27 @@ class VoiceCall:
     def _spawn_response(self, response: Response, coro: Coroutine[Any, Any, None]) -> None:
         response.tasks.add(self._spawn(coro))
 
-    async def _transcribe(self, response: Response, audio: np.ndarray) -> Transcript | None:
-        """The turn's final ASR, in a task of the call's own.
-
-        A committed turn whose response is cancelled while its words are still being
-        read (the caller went on talking: barge-in) keeps its transcript: it is
-        emitted when it comes, so the turn does not vanish. A speculative one that
-        is cancelled (the caller resumed) drops its request.
-        """
-        response.trace.mark("asr_start")
-        read: list[Transcript] = []
-
-        async def run() -> None:
-            cfg = self.config
-            read.append(await self._inference.transcribe(audio, cfg.language, cfg.asr_model))
-
-        task = self._spawn(run())
-        try:
-            await asyncio.shield(task)
-        except asyncio.CancelledError:
-            if response.committed.is_set() and response.item_id and not self._closed:
-                item_id = response.item_id
-                task.add_done_callback(lambda t: self._late_transcript(item_id, t, read))
-            else:
-                task.cancel()
-            raise
-        response.trace.mark("asr_end")
-        response.trace.asr_queue_ms = read[0].queue_ms
-        response.trace.asr_reads = read[0].reads
-        return read[0]
-
-    def _late_transcript(
-        self, item_id: str, task: asyncio.Task[None], read: list[Transcript]
-    ) -> None:
-        if task.cancelled() or self._closed:
-            return
-        exc = task.exception()
-        if exc is not None:
-            code = exc.code if isinstance(exc, InferenceError) else "asr_failed"
-            self._out.put_nowait(TranscriptFailed(item_id, code, str(exc), 0.0))
-        elif read[0].text:
-            self._out.put_nowait(TranscriptFinal(item_id, read[0].text, read[0].audio_seconds))
-            self.add_message("user", read[0].text)
-        else:
-            self._out.put_nowait(_failed(item_id, read[0]))
-
-    async def _transcribe_only(self, item_id: str | None, audio: np.ndarray) -> None:
-        """Manual mode: the turn's words go to the history; no answer until asked."""
-        try:
-            result = await self._inference.transcribe(
-                audio, self.config.language, self.config.asr_model
-            )
-        except InferenceError as exc:
-            self._out.put_nowait(ErrorFrame(exc.code, str(exc)))
-            return
-        if result.text and item_id:
-            self._out.put_nowait(TranscriptFinal(item_id, result.text, result.audio_seconds))
-            self.add_message("user", result.text)
-        elif item_id:
-            self._out.put_nowait(_failed(item_id, result))
-
     async def _turn(self, response: Response, audio: np.ndarray) -> None:
         """Final ASR, then the reply; speculative until committed."""
         # The turn waits for this transcript's verdict (the punctuation rule never did).
-        judging = self._speculative is response and self.config.turns.hint_source == "eou"
+        judging = self._slots.speculative is response and self.config.turns.hint_source == "eou"
         if judging:
-            self._detector.expect_hint()
+            self._listener.expect_hint()
         try:
-            result = await self._transcribe(response, audio)
+            result = await self._listener.transcribe(
+                audio,
+                response.trace,
+                item_id=response.item_id,
+                keep_if_cancelled=response.committed.is_set,
+            )
         except InferenceError as exc:
-            if judging and self._speculative is response:
-                self._detector.set_hint(None)
+            if judging and self._slots.speculative is response:
+                self._listener.clear_hint()
             if response.item_id:
                 response.emit(TranscriptFailed(response.item_id, exc.code, str(exc), 0.0))
             self._fail(response, exc)
             return
-        assert result is not None
-        if response.state is ResponseState.SPECULATIVE and self._speculative is response:
+        if response.state is ResponseState.SPECULATIVE and self._slots.speculative is response:
             self._judge_turn(response, result.text)
         previous = response.supersedes
         response.supersedes = None
@@ -726,13 +519,13 @@ class VoiceCall:
             )
             response.empty = True
             if response.item_id:
-                response.emit(_failed(response.item_id, result))
+                response.emit(failed_transcript(response.item_id, result))
             if response.active:
                 response.discard()
-                if self._active is response:
+                if self._slots.active is response:
                     # Noise, not words: what was playing before goes on.
                     live = previous is not None and previous.active
-                    self._active = previous if live else None
+                    self._slots.activate(previous if live else None)
             return
         if previous is not None and previous.active:
             self._finish_cancelled(previous, interrupted=False)
@@ -754,9 +547,9 @@ class VoiceCall:
         """
         turns = self.config.turns
         if turns.hint_source == "punctuation":
-            self._set_hint(response, turns.wait_ms(sentence_completeness(text)))
+            self._listener.set_hint(turns.wait_ms(sentence_completeness(text)))
         elif not text.strip() or unfinished_by_words(text):
-            self._set_hint(response, end_of_turn_wait_ms(text, None, turns))
+            self._listener.set_hint(end_of_turn_wait_ms(text, None, turns))
         else:
             self._spawn_response(response, self._score_turn(response, text))
 
@@ -772,17 +565,8 @@ class VoiceCall:
             log.info("end-of-turn score unavailable (%s): lexical hint only", exc or "timeout")
         response.trace.mark("eou_end")
         response.eou_probability = probability
-        if response.state is ResponseState.SPECULATIVE and self._speculative is response:
-            wait_ms = end_of_turn_wait_ms(text, probability, self.config.turns)
-            self._set_hint(response, wait_ms)
-
-    def _set_hint(self, response: Response, wait_ms: int) -> None:
-        # Waiting longer than the plain wait: the transcript is read again (_maybe_respeculate).
-        response.incomplete = wait_ms > self.config.turns.end_of_turn_ms
-        self._detector.set_hint(wait_ms)
-        event = self._detector.check_end_of_turn()
-        if event is not None:
-            self._end_of_turn(event)
+        if response.state is ResponseState.SPECULATIVE and self._slots.speculative is response:
+            self._listener.set_hint(end_of_turn_wait_ms(text, probability, self.config.turns))
 
     async def _reply(
         self,
@@ -839,8 +623,7 @@ class VoiceCall:
     ) -> None:
         """Cancel a response; an announced one keeps what was heard in the history."""
         cancelled = response.cancel(interrupted=interrupted, announce=not silent)
-        if self._active is response:
-            self._active = None
+        self._slots.leave(response)
         if cancelled is None:
             return
         if response.user_text is not None or cancelled.heard:
@@ -850,8 +633,7 @@ class VoiceCall:
     def _finish(self, response: Response, status: ResponseStatus) -> None:
         if response.done(status) is None:
             return
-        if self._active is response:
-            self._active = None
+        self._slots.leave(response)
         if response.text:
             reply = response.text.strip()
             self.add_message("assistant", reply)
@@ -866,10 +648,18 @@ class VoiceCall:
     def _fail(self, response: Response, exc: InferenceError) -> None:
         """End a response on an error (silently while it is still speculative)."""
         response.fail(exc)
-        if self._speculative is response:
-            self._speculative = None
-        if self._active is response:
-            self._active = None
+        self._slots.leave(response, speculative=True)
+
+
+def _listener_settings(config: CallConfig) -> ListenerSettings:
+    return ListenerSettings(
+        turns=config.turns,
+        language=config.language,
+        asr_model=config.asr_model,
+        partial_interval_ms=config.partial_interval_ms,
+        prefix_padding_ms=config.prefix_padding_ms,
+        max_utterance_s=config.max_utterance_s,
+    )
 
 
 def _barge_in_settings(config: CallConfig) -> BargeInSettings:
@@ -925,12 +715,6 @@ def _writer_settings(config: CallConfig) -> WriterSettings:
         sequential=config.sequential,
         rule_actions=config.actions if config.direct_answers else (),
     )
-
-
-def _failed(item_id: str, result: Transcript) -> TranscriptFailed:
-    reason = result.rejected or "empty"
-    message = f"The speech could not be transcribed ({reason.replace('_', ' ')})."
-    return TranscriptFailed(item_id, reason, message, result.audio_seconds)
 
 
 __all__ = ["AudioFormatError", "CallConfig", "VoiceCall"]

@@ -98,7 +98,6 @@ class Response:
     first_sent_at: float | None = None
     tasks: TaskOwner = field(default_factory=TaskOwner)
     empty: bool = False  # the transcript was empty or rejected: nothing to answer
-    incomplete: bool = False  # its transcript read as an unfinished phrase
     usage: dict[str, int] = field(default_factory=dict)
     tool_calls: list[ToolCall] = field(default_factory=list)  # the tools the reply calls
     playing: asyncio.Event = field(default_factory=lambda: _set(asyncio.Event()))  # clear: paused

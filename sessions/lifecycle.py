@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 
-from sessions import admission
+from sessions import admission, drain
 from sessions.auth import AuthError
 from sessions.live import LiveStore
 from voiceapp.inference.capacity import PoolRegistry
@@ -31,7 +31,10 @@ class CallSlots:
 
     async def take(self, *, cap: int, registry: PoolRegistry) -> None:
         """Take the organization's slot and a pool slot, or neither: raises
-        `concurrency_limit` (429) or `server_busy` (503) as an AuthError."""
+        `concurrency_limit` (429), `server_busy` or `server_draining` (503) as an
+        AuthError."""
+        if await drain.draining(self.store):
+            raise drain.draining_error()
         if not await self.store.acquire(org_id=self.org_id, call_id=self.call_id, cap=cap):
             raise AuthError(
                 "concurrency_limit",
@@ -44,6 +47,7 @@ class CallSlots:
             await self.store.release(org_id=self.org_id, call_id=self.call_id)
             raise
         self.held = True
+        drain.call_started(self.call_id)
 
     async def heartbeat(self) -> None:
         """Still in progress: keep both slots from expiring."""
@@ -59,6 +63,7 @@ class CallSlots:
         if not self.held:
             return
         self.held = False
+        drain.call_ended(self.call_id)
         try:
             await self.store.release(org_id=self.org_id, call_id=self.call_id)
         except Exception as exc:

@@ -63,6 +63,11 @@ class LiveStore(Protocol):
         """The call's connection dropped: `principal` may resume it within `ttl_s`."""
         ...
 
+    async def set_draining(self, instance: str, *, ttl_s: int) -> None:
+        """Mark a web process as draining (it admits no new calls) for `ttl_s` s."""
+
+    async def clear_draining(self, instance: str) -> None: ...
+    async def draining(self, instance: str) -> bool: ...
     async def claim_lost(self, call_id: str, *, principal: str) -> bool:
         """Take the lost marker if `principal` set it: true at most once per drop."""
         ...
@@ -144,6 +149,18 @@ class RedisLiveStore:
     async def claim_lost(self, call_id: str, *, principal: str) -> bool:
         return bool(await self._redis.eval(_CLAIM, 1, self._lost(call_id), principal))
 
+    def _drain(self, instance: str) -> str:
+        return f"{self._prefix}:drain:{self._pool_name}:{instance}"
+
+    async def set_draining(self, instance: str, *, ttl_s: int) -> None:
+        await self._redis.set(self._drain(instance), "1", ex=ttl_s)
+
+    async def clear_draining(self, instance: str) -> None:
+        await self._redis.delete(self._drain(instance))
+
+    async def draining(self, instance: str) -> bool:
+        return bool(await self._redis.exists(self._drain(instance)))
+
     async def aclose(self) -> None:
         await self._redis.aclose()
 
@@ -157,6 +174,7 @@ class MemoryLiveStore:
         self._orgs: dict[int | str, dict[str, float]] = {}
         self._state: dict[str, tuple[float, dict[str, Any]]] = {}
         self._lost: dict[str, tuple[float, str]] = {}
+        self._draining: dict[str, float] = {}
         self._lock = asyncio.Lock()
 
     def _live(self, org_id: int | str) -> dict[str, float]:
@@ -210,6 +228,15 @@ class MemoryLiveStore:
 
     async def mark_lost(self, call_id: str, *, principal: str, ttl_s: int) -> None:
         self._lost[call_id] = (time.time() + ttl_s, principal)
+
+    async def set_draining(self, instance: str, *, ttl_s: int) -> None:
+        self._draining[instance] = time.time() + ttl_s
+
+    async def clear_draining(self, instance: str) -> None:
+        self._draining.pop(instance, None)
+
+    async def draining(self, instance: str) -> bool:
+        return self._draining.get(instance, 0.0) > time.time()
 
     async def claim_lost(self, call_id: str, *, principal: str) -> bool:
         # No await between the check and the pop: atomic on the event loop.

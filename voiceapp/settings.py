@@ -8,7 +8,9 @@ Every variable is listed, with its default, in .env.example.
 
 from __future__ import annotations
 
+import os
 import secrets
+import socket
 from pathlib import Path
 
 import environ
@@ -70,6 +72,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "voiceapp.health.ProbeMiddleware",  # /healthz, /readyz: before host checks and redirects
     "voiceapp.clientip.ClientIPMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
@@ -277,6 +280,11 @@ CALL_RESUME_WINDOW_S = env.int("CALL_RESUME_WINDOW_S", default=15)
 CALL_KEY_CHECK_S = env.float("CALL_KEY_CHECK_S", default=2.0)
 # A call whose process has not reported for this long is closed by Celery beat.
 CALL_STALE_AFTER_S = env.int("CALL_STALE_AFTER_S", default=90)
+# This web process's name for draining (sessions/drain.py): a Kubernetes pod's name
+# (HOSTNAME), or the host's. Two processes on one host need names of their own.
+WEB_INSTANCE = (
+    env.str("WEB_INSTANCE", default="") or os.environ.get("HOSTNAME", "") or socket.gethostname()
+)
 # Bearer token for GET /metrics (Prometheus); empty: the endpoint answers 404.
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
 WEBRTC_STUN_URLS = env.list("WEBRTC_STUN_URLS", default=[])

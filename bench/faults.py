@@ -5,7 +5,8 @@
 
 Each round runs tests/faults/ (an inference worker SIGKILLed mid-reply, Redis
 killed and restarted empty, Postgres cut off from daphne for 10 s, the
-client's TCP connection reset) on a fresh stack: daphne and two inference
+client's TCP connection reset, and a second web process behind haproxy
+SIGKILLed under its call) on a fresh stack: daphne and two inference
 workers on a private Redis, Postgres behind a proxy. The suite runs each fault
 once; here the rounds show how often each one is survived and how its figures
 spread (the fail or fail-over time, the resume time, the buffered writes).
@@ -32,6 +33,7 @@ FAULTS = {
     "redis_restart": ("tests/faults/test_redis_restart.py", "redis restart"),
     "postgres_outage": ("tests/faults/test_postgres_outage.py", "postgres outage"),
     "network_drop": ("tests/faults/test_network_drop.py", "network drop"),
+    "web_kill": ("tests/faults/test_web_kill.py", "web process killed"),
 }
 NUMBER = re.compile(r"(\d+\.\d+) s")
 

@@ -32,6 +32,13 @@ end
 return 0
 """
 
+_DISOWN = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+end
+return 0
+"""
+
 _CLAIM = """
 if ARGV[1] ~= '' and redis.call('GET', KEYS[1]) == ARGV[1] then
   redis.call('DEL', KEYS[1])
@@ -61,6 +68,14 @@ class LiveStore(Protocol):
     async def delete(self, call_id: str) -> None: ...
     async def mark_lost(self, call_id: str, *, principal: str, ttl_s: int) -> None:
         """The call's connection dropped: `principal` may resume it within `ttl_s`."""
+        ...
+
+    async def own(self, call_id: str, owner: str, *, ttl_s: float) -> None:
+        """`owner` (a web process) is running the call, for the next `ttl_s` s."""
+
+    async def disown(self, call_id: str, owner: str) -> None: ...
+    async def take_orphan(self, call_id: str, owner: str, *, ttl_s: float) -> bool:
+        """Become the call's owner if it has none left (its process died); atomic."""
         ...
 
     async def set_draining(self, instance: str, *, ttl_s: int) -> None:
@@ -149,6 +164,19 @@ class RedisLiveStore:
     async def claim_lost(self, call_id: str, *, principal: str) -> bool:
         return bool(await self._redis.eval(_CLAIM, 1, self._lost(call_id), principal))
 
+    def _owner(self, call_id: str) -> str:
+        return f"{self._prefix}:owner:{call_id}"
+
+    async def own(self, call_id: str, owner: str, *, ttl_s: float) -> None:
+        await self._redis.set(self._owner(call_id), owner, px=int(ttl_s * 1000))
+
+    async def disown(self, call_id: str, owner: str) -> None:
+        await self._redis.eval(_DISOWN, 1, self._owner(call_id), owner)
+
+    async def take_orphan(self, call_id: str, owner: str, *, ttl_s: float) -> bool:
+        key = self._owner(call_id)
+        return bool(await self._redis.set(key, owner, px=int(ttl_s * 1000), nx=True))
+
     def _drain(self, instance: str) -> str:
         return f"{self._prefix}:drain:{self._pool_name}:{instance}"
 
@@ -175,6 +203,7 @@ class MemoryLiveStore:
         self._state: dict[str, tuple[float, dict[str, Any]]] = {}
         self._lost: dict[str, tuple[float, str]] = {}
         self._draining: dict[str, float] = {}
+        self._owners: dict[str, tuple[float, str]] = {}
         self._lock = asyncio.Lock()
 
     def _live(self, org_id: int | str) -> dict[str, float]:
@@ -228,6 +257,19 @@ class MemoryLiveStore:
 
     async def mark_lost(self, call_id: str, *, principal: str, ttl_s: int) -> None:
         self._lost[call_id] = (time.time() + ttl_s, principal)
+
+    async def own(self, call_id: str, owner: str, *, ttl_s: float) -> None:
+        self._owners[call_id] = (time.time() + ttl_s, owner)
+
+    async def disown(self, call_id: str, owner: str) -> None:
+        if self._owners.get(call_id, (0.0, ""))[1] == owner:
+            del self._owners[call_id]
+
+    async def take_orphan(self, call_id: str, owner: str, *, ttl_s: float) -> bool:
+        if self._owners.get(call_id, (0.0, ""))[0] > time.time():
+            return False
+        self._owners[call_id] = (time.time() + ttl_s, owner)
+        return True
 
     async def set_draining(self, instance: str, *, ttl_s: int) -> None:
         self._draining[instance] = time.time() + ttl_s

@@ -3,7 +3,11 @@ engine and the database. Transports call `start_realtime_session`.
 
 A call's connection is its slot in the org's cap. Only a call whose connection
 dropped (ended as `lost`) can be resumed: once per drop, within
-CALL_RESUME_WINDOW_S, by the principal that started it. While a call runs, the
+CALL_RESUME_WINDOW_S, by the principal that started it. A call whose web process
+died (SIGKILL, a lost node) could not mark itself lost: the process's lease on
+the call (renewed every OWNER_RENEW_S, lapsing after OWNER_TTL_S) says so, and
+the same principal may then take the call over through any other process, with
+its history, within the same window. While a call runs, the
 key behind it is checked every CALL_KEY_CHECK_S; once it is revoked the call
 gets an `error` event and ends."""
 
@@ -14,6 +18,7 @@ import contextlib
 import functools
 import json
 import logging
+import os
 import uuid
 from collections.abc import Awaitable
 from dataclasses import replace
@@ -170,6 +175,7 @@ class DbRecorder:
             "persona_id": self.persona_id,
             "history": self.history,
             "generation": self.generation,
+            "principal": self.principal,  # who may take the call over if its process dies
         }
 
     async def alive(self, history: list[dict[str, str]]) -> None:
@@ -247,6 +253,14 @@ class DbRecorder:
 # session's close budget); a slower database gets the rest from the buffer alone.
 END_DRAIN_S = 1.5
 LOST_CHECK_TRIES = 8
+# A running call's lease, held by the web process that runs it (see the module's doc).
+OWNER_TTL_S = 1.0
+OWNER_RENEW_S = 0.25
+
+
+def process_owner() -> str:
+    """This process, as a call's lease names it."""
+    return f"{settings.WEB_INSTANCE}:{os.getpid()}"
 
 
 async def _live(what: str, write: Awaitable[Any]) -> None:
@@ -324,7 +338,22 @@ async def start_realtime_session(
         undo.pop_all()  # started: from now on the session's close() ends it
     _watch_key(session, grant)
     session.spawn(_end_when_quota_exhausted(session, grant.org_id))
+    session.spawn(_hold_lease(session, store, call_id))
     return session
+
+
+async def _hold_lease(session: RealtimeSession, store: LiveStore, call_id: str) -> None:
+    """Renew this process's lease on the call while it runs; give it up at the end
+    (a process that dies cannot, and the lease lapses after OWNER_TTL_S)."""
+    owner = process_owner()
+    try:
+        while not session.ended.is_set():
+            await _live("own", store.own(call_id, owner, ttl_s=OWNER_TTL_S))
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(OWNER_RENEW_S):
+                    await session.ended.wait()
+    finally:
+        await _live("disown", store.disown(call_id, owner))
 
 
 async def _open_session(
@@ -431,8 +460,10 @@ async def _claim_lost_call(
         "someone else.",
         404,
     )
-    if call_id is None or not await store.claim_lost(call_id, principal=grant.principal):
+    if call_id is None:
         raise refused
+    if not await store.claim_lost(call_id, principal=grant.principal):
+        return await _take_orphaned_call(store, call_id, grant=grant, persona_id=persona_id)
     state = await store.load(call_id)
     if (
         state is None
@@ -444,6 +475,35 @@ async def _claim_lost_call(
                 call_id, principal=grant.principal, ttl_s=settings.CALL_RESUME_WINDOW_S
             )
         raise refused
+    return state
+
+
+async def _take_orphaned_call(
+    store: LiveStore, call_id: str, *, grant: CallGrant, persona_id: int
+) -> dict[str, Any]:
+    """The saved state of a call whose web process died, taken over by this one:
+    same principal, organization and persona, and no lease left on it. The dead
+    process's slots are freed, for the resumed call to take them again."""
+    refused = AuthError(
+        "resume_not_possible",
+        "That call cannot be resumed: it is still connected, it ended, or it belongs to "
+        "someone else.",
+        404,
+    )
+    state = await store.load(call_id)
+    if (
+        state is None
+        or not grant.principal
+        or state.get("principal") != grant.principal
+        or state.get("org_id") != grant.org_id
+        or state.get("persona_id") != persona_id
+    ):
+        raise refused
+    if not await store.take_orphan(call_id, process_owner(), ttl_s=OWNER_TTL_S):
+        raise refused  # its process is alive: the call is still connected
+    log.info("call %s: taken over from a web process that stopped", call_id)
+    await store.release(org_id=grant.org_id, call_id=call_id)
+    await store.release_pool(call_id=call_id)
     return state
 
 

@@ -1,6 +1,7 @@
 """Fault injection for the fault tests (tests/faults/): a private Redis server that
 can be killed and restarted, a TCP proxy in front of Postgres that can cut the
-database off, and a live server (daphne and inference workers) wired to both.
+database off, a live server (daphne and inference workers) wired to both, and
+more web processes behind haproxy (Debian's package) for the cluster tests.
 
 Nothing here touches the machine's shared Redis or Postgres: the private Redis
 listens on a free port, and only the live server's connections pass the proxy."""
@@ -169,6 +170,72 @@ def _reset(writer: asyncio.StreamWriter) -> None:
     writer.transport.abort()
 
 
+# --- haproxy ---------------------------------------------------------------------------
+
+
+HAPROXY_CONFIG = """\
+global
+  maxconn 256
+defaults
+  mode http
+  timeout connect 1s
+  timeout client 60s
+  timeout server 60s
+  timeout tunnel 1h
+  option redispatch
+  retries 3
+frontend calls
+  bind 127.0.0.1:{port}
+  default_backend webs
+backend webs
+  balance roundrobin
+  option httpchk GET /readyz
+  http-check expect status 200
+  default-server inter 200ms fall 1 rise 1
+{servers}
+"""
+
+
+class Haproxy:
+    """haproxy in front of web processes, routing by their /readyz (a draining or
+    dead one gets nothing), as a load balancer in front of a cluster does."""
+
+    def __init__(self, logs: Path, backends: dict[str, int]) -> None:
+        self.logs = logs
+        self.backends = backends
+        self.port = free_port()
+        self.proc: subprocess.Popen[str] | None = None
+
+    @property
+    def ws_url(self) -> str:
+        return f"ws://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        servers = "\n".join(
+            f"  server {name} 127.0.0.1:{port} check" for name, port in self.backends.items()
+        )
+        config = self.logs / "haproxy.cfg"
+        config.write_text(HAPROXY_CONFIG.format(port=self.port, servers=servers))
+        self.proc = subprocess.Popen(
+            ["haproxy", "-db", "-f", str(config)],
+            stdout=(self.logs / "haproxy.log").open("w"),
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        deadline = time.monotonic() + 10
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port)):
+                return
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError((self.logs / "haproxy.log").read_text())
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(5)
+
+
 # --- The live server -------------------------------------------------------------------
 
 
@@ -239,6 +306,32 @@ class FaultStack:
 
     def web_log(self) -> str:
         return (self.logs / "web.log").read_text()
+
+    def start_web(self, name: str) -> tuple[subprocess.Popen[str], int]:
+        """One more daphne on the same Redis, database and workers, as another node's
+        web process (WEB_INSTANCE `name`); stopped by the caller."""
+        port = free_port()
+        log = self.logs / f"web-{name}.log"
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                "127.0.0.1",
+                "-p",
+                str(port),
+                *DAPHNE_ARGS,
+                "voiceapp.asgi:application",
+            ],
+            cwd=ROOT,
+            env={**self.env, "WEB_INSTANCE": name},
+            stdout=log.open("w"),
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        wait_for_log(proc, "Listening on TCP address", 60, log)
+        return proc, port
 
     def stop(self) -> None:
         procs = [p for p in [self.web, *self.workers.values()] if p is not None]

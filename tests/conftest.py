@@ -17,7 +17,7 @@ from django.test import Client
 
 from tests.support.live_server import LiveServer
 from tests.support.llm_server import LLMServer, llama_cpp_server
-from tests.support.processes import DAPHNE_ARGS, ROOT, free_port, wait_for_log
+from tests.support.processes import ROOT, free_port, start_daphne, wait_for_log
 from tests.support.tenants import PASSWORD, Tenant
 from voiceapp.personas.models import Persona
 from voiceapp.tenants.models import Membership, Organization, Role, User
@@ -204,26 +204,7 @@ def voice_server(
             )
         )
         web_log = logs / "web.log"
-        procs.append(
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "daphne",
-                    "-b",
-                    "127.0.0.1",
-                    "-p",
-                    str(port),
-                    *DAPHNE_ARGS,
-                    "voiceapp.asgi:application",
-                ],
-                cwd=ROOT,
-                env=env,
-                stdout=web_log.open("w"),
-                stderr=subprocess.STDOUT,
-                text=True,
-            )
-        )
+        procs.append(start_daphne(port, env, web_log))
         wait_for_log(procs[0], "WORKER READY", 180, worker_log)
         wait_for_log(procs[1], "Listening on TCP address", 60, web_log)
         yield LiveServer("127.0.0.1", port, logs, media, spool, env["CHANNELS_PREFIX"])

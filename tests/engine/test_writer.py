@@ -22,7 +22,7 @@ from voiceapp.engine.prompt import DEFAULT_DECLINE, PromptBuilder
 from voiceapp.engine.response import Response
 from voiceapp.engine.speaker import ReplySpeaker, SpeakerSettings
 from voiceapp.engine.tasks import TaskOwner
-from voiceapp.engine.tools import ToolSpec
+from voiceapp.engine.tools import ToolCall, ToolSpec
 from voiceapp.engine.tracing import TurnTrace
 from voiceapp.engine.writer import ReplyWriter, WriterSettings
 
@@ -45,6 +45,7 @@ def bakery_desk(
     grounding: bool = True,
     direct_answers: bool = True,
     history_budget_chars: int = 2000,
+    route_tools: bool = False,
 ) -> Desk:
     history = History()
     inference = RecordingInference(models)
@@ -61,6 +62,7 @@ def bakery_desk(
         max_sentences=3,
         language="en",
         decline=DEFAULT_DECLINE,
+        route_tools=route_tools,
     )
     prompt = PromptBuilder(
         instructions=INSTRUCTIONS,
@@ -196,7 +198,7 @@ async def test_a_question_no_fact_answers_goes_to_an_endpoint_that_may_call_a_to
     ]
 
 
-async def test_the_embedded_model_offered_a_tool_still_declines_what_no_fact_covers(
+async def test_the_embedded_model_left_to_choose_declines_what_no_fact_covers(
     models: LocalInference, task_owner: TaskOwner
 ) -> None:
     # (SmolLM2 does not choose tools by itself: `./dev bench tools`; left to it, the
@@ -208,6 +210,85 @@ async def test_the_embedded_model_offered_a_tool_still_declines_what_no_fact_cov
 
     assert direct is True and desk.inference.llm == []
     assert response.text == DEFAULT_DECLINE
+
+
+async def test_the_router_calls_the_tool_a_turn_needs_with_the_callers_values(
+    models: LocalInference, task_owner: TaskOwner
+) -> None:
+    desk = bakery_desk(models, route_tools=True)
+    options = replace(fast_config().llm, tools=(ORDER, STOCK), tool_choice="auto")
+
+    # one value for each argument: the call is made as is, no LLM request
+    direct, response, frames = await write(desk, models, task_owner, ORDER_QUESTION, options)
+    made = [f for f in frames if isinstance(f, ToolCallMade)]
+    assert [(f.name, json.loads(f.arguments)) for f in made] == [
+        ("lookup_order", {"order_number": "48213"})
+    ]
+    assert direct is True and desk.inference.llm == [] and response.text == ""
+    assert response.tool_calls[0].call_id == made[0].call_id
+
+    # several phrases could be the product: the model picks one under the grammar
+    question = "Is the Shimano chain in stock?"
+    _, response, frames = await write(desk, models, task_owner, question, options)
+    (request,) = desk.inference.llm
+    assert request.options.tool_choice == "check_stock"
+    (offered,) = request.options.tools
+    choices = offered.schema()["properties"]["product"]["enum"]
+    assert "Shimano chain" in choices and all(c.lower() in question.lower() for c in choices)
+    made = [f for f in frames if isinstance(f, ToolCallMade)]
+    assert [f.name for f in made] == ["check_stock"]
+    assert json.loads(made[0].arguments)["product"] in choices
+
+
+async def test_the_router_leaves_a_turn_that_needs_no_tool_to_the_facts(
+    models: LocalInference, task_owner: TaskOwner
+) -> None:
+    desk = bakery_desk(models, route_tools=True)
+    options = replace(fast_config().llm, tools=(ORDER, STOCK), tool_choice="auto")
+
+    question = "What's the weather like today?"
+    direct, response, _ = await write(desk, models, task_owner, question, options)
+    assert direct is True and response.text == DEFAULT_DECLINE and desk.inference.llm == []
+
+    # a reply to a tool's output speaks from it: it is offered no tool
+    desk.history.add("user", ORDER_QUESTION)
+    desk.history.add_call(ToolCall("call_1", "lookup_order", "{}"))
+    desk.history.add_output("call_1", "Shipped on Monday.")
+    speech_text = await write_without_user_text(desk, models, task_owner, options)
+    (request,) = desk.inference.llm
+    assert request.options.offered_tools == ()
+    assert speech_text
+
+
+STOCK = ToolSpec(
+    "check_stock",
+    "Check whether a product is in stock in the shop.",
+    json.dumps(
+        {
+            "type": "object",
+            "properties": {"product": {"type": "string"}},
+            "required": ["product"],
+        }
+    ),
+)
+
+
+async def write_without_user_text(
+    desk: Desk, models: LocalInference, owner: TaskOwner, llm: LLMOptions
+) -> str:
+    frames: list[Frame] = []
+    speaker = ReplySpeaker(
+        SpeakerSettings(default_voice()), models, frames.append, owner, fail=lambda r, e: None
+    )
+    response = Response(
+        "resp_out", None, TurnTrace(), frames.append, speculative=False, speak=False
+    )
+    speech = speaker.start(response)
+    await desk.writer.write(response, speech, llm, None)
+    speech.end()
+    async with asyncio.timeout(30):
+        await speech.finished()
+    return response.text
 
 
 def test_without_direct_answers_a_turn_is_sent_with_its_facts(models: LocalInference) -> None:

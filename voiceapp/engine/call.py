@@ -97,6 +97,9 @@ class CallConfig:
     # request): only it is asked to read ahead (readahead.py).
     embedded_llm: bool = True
     max_sentences: int = 3
+    # The embedded model's tool choice is made by the router (router.py); False leaves
+    # it to the model (the baseline of bench/tool_choice.py).
+    route_tools: bool = True
     # The persona's own actions (sessions/actions.py): tools the server runs, offered
     # to the LLM beside a client's tools (to_call_config puts both in `llm.tools`).
     actions: tuple[ToolSpec, ...] = ()
@@ -714,6 +717,7 @@ def _writer_settings(config: CallConfig) -> WriterSettings:
         decline=config.decline_text,
         sequential=config.sequential,
         rule_actions=config.actions if config.direct_answers else (),
+        route_tools=config.embedded_llm and config.route_tools,
     )
 
 

@@ -32,6 +32,7 @@ from .tools import ToolCall, new_call_id
 TAKE_MESSAGE = "take_message"
 END_CALL = "end_call"
 TRANSFER_CALL = "transfer_call"
+RULED = frozenset({TAKE_MESSAGE, END_CALL, TRANSFER_CALL})  # the actions these rules take
 ASK_FOR_MESSAGE = (
     "Of course. Please tell me your name, a number to call you back on, and your message."
 )

@@ -326,7 +326,9 @@ def _with_tools(
         if not opened or cancel.is_set():
             return
     grammar = _call_grammar(tools)
-    text = "".join(_chat(llama, prompt, replace(options, max_tokens=CALL_TOKENS), cancel, grammar))
+    # a call is read off the caller's words, not made up: the likeliest value, every time
+    call_options = replace(options, max_tokens=CALL_TOKENS, temperature=0.0)
+    text = "".join(_chat(llama, prompt, call_options, cancel, grammar))
     if cancel.is_set():
         return
     call = parse_call(text, tools)

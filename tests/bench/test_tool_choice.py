@@ -1,12 +1,16 @@
-"""How the tool-choice eval (bench/tool_choice.py) counts: its set, its argument
-rule and its precision and recall, on outcomes like those of its first run."""
+"""How the tool-choice eval (bench/tool_choice.py) counts: its sets, its argument
+rule and its precision and recall, on outcomes like those of its first run; and
+the router's choices on the development set (a CI slice of `--router-only`)."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
+
 from bench.tool_cases import CASES, TOOLS
-from bench.tool_choice import Outcome, arguments_match, summary
+from bench.tool_choice import Outcome, arguments_match, route_only, summary
+from bench.tool_dev_cases import BUSINESSES
 from voiceapp.engine.tools import schema_problem
 
 
@@ -48,3 +52,23 @@ def test_precision_recall_and_false_calls() -> None:
 def test_no_calls_at_all_is_no_precision_and_zero_recall() -> None:
     s = summary([Outcome("a", "lookup_order", None, reply="I don't know.")])
     assert s["precision"] is None and s["recall"] == 0.0 and s["arguments_correct"] == 0.0
+
+
+@pytest.mark.parametrize("business", BUSINESSES, ids=lambda b: b.name)
+def test_each_development_business_is_well_formed(business: object) -> None:
+    from bench.tool_dev_cases import Business
+
+    assert isinstance(business, Business)
+    declared = {t.name: set(json.loads(t.parameters)["properties"]) for t in business.tools}
+    assert all(schema_problem(json.loads(t.parameters)) is None for t in business.tools)
+    needs = [c for c in business.cases if c.tool is not None]
+    assert {c.tool for c in needs} == set(declared)
+    assert all(set(c.arguments) <= declared[c.tool] for c in needs if c.tool)
+    assert not {c.text for c in business.cases} & {c.text for c in CASES}  # held out
+
+
+def test_the_router_on_the_development_set_calls_nothing_unneeded() -> None:
+    # what the thresholds were set on (docs/TOOLS.md has the held-out figures)
+    s = summary(route_only(BUSINESSES))
+    assert s["false_calls_on_none"] == 0 and s["precision"] == 1.0
+    assert s["recall"] >= 0.9 and s["arguments_correct"] >= 0.9

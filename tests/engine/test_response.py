@@ -177,3 +177,24 @@ async def test_an_unannounced_cancel_sends_nothing() -> None:
     response.text = "At nine."
     assert response.cancel(announce=False) is None and out == []
     assert response.state is ResponseState.CANCELLED
+
+
+async def test_a_tool_call_is_output_held_like_words_and_never_sent_once_cancelled() -> None:
+    from voiceapp.engine.frames import ToolCallMade
+    from voiceapp.engine.tools import ToolCall
+
+    out: list[Frame] = []
+    response = new_response(out)
+    call = ToolCall("call_1", "lookup_order", '{"order_number": "48213"}')
+    response.call(call)
+    # held while speculative, kept for the history, timed in the trace
+    assert out == [] and response.tool_calls == [call]
+    assert "tool_call" in response.trace.marks
+    response.commit()
+    assert out == [ToolCallMade("resp_1", "call_1", "lookup_order", call.arguments)]
+
+    cut: list[Frame] = []
+    cancelled = new_response(cut)
+    cancelled.call(call)
+    cancelled.cancel()
+    assert not any(isinstance(f, ToolCallMade) for f in cut)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .frames import ErrorFrame, Frame, Interruption, ResponseDone, ResponseStatus
+from .frames import ErrorFrame, Frame, Interruption, ResponseDone, ResponseStatus, ToolCallMade
 from .history import heard_text
 from .inference import InferenceError
 from .tasks import TaskOwner
@@ -149,6 +149,13 @@ class Response:
             self._held.append(frame)
         elif self._state is ResponseState.ACTIVE:
             self.out(frame)
+
+    def call(self, call: ToolCall) -> None:
+        """The reply calls a tool: the call is the response's output (held back while
+        speculative, like its words), kept in `tool_calls` for the history."""
+        self.trace.mark("tool_call")
+        self.tool_calls.append(call)
+        self.emit(ToolCallMade(self.id, call.call_id, call.name, call.arguments))
 
     def commit(self) -> None:
         """Announce a speculative response: held frames go out in order, audio may play."""

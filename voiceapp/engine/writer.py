@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 
 from . import intents
 from .chunker import ChunkerSettings, ClauseChunker
-from .frames import LLMToken, ToolCallMade
+from .frames import LLMToken
 from .guard import Action, GuardSettings, ReplyGuard, numbers_in
 from .history import History
 from .inference import Inference, TokenStream
@@ -116,13 +116,13 @@ class ReplyWriter:
         planned = self._plan(user_text, options) if instructions is None else None
         if planned is not None and planned.call is not None:
             response.trace.mark("llm_start")
-            self._call(response, planned.call)  # an action by the rules: no LLM, no words
+            response.call(planned.call)  # an action by the rules: no LLM, no words
             return True
         if planned is None and cfg.route_tools and options.backend == "local":
             options, call = await self._route(options, user_text)
             if call is not None:
                 response.trace.mark("llm_start")
-                self._call(response, call)  # every argument had one value: no LLM
+                response.call(call)  # every argument had one value: no LLM
                 return True
         # A reply that must call a tool is the LLM's to write, even where a fact answers
         # (the router's choice for the embedded model is such a reply). One that may
@@ -165,7 +165,7 @@ class ReplyWriter:
                     # kept current: a reply cancelled mid-stream reports what it cost
                     response.usage = _usage(stream.usage, tokens)
                 if isinstance(delta, ToolCall):
-                    self._call(response, delta)
+                    response.call(delta)
                     continue
                 raw += delta
                 if cfg.sequential:
@@ -238,14 +238,6 @@ class ReplyWriter:
             if len(texts) == CALLER_TURNS:
                 break
         return texts
-
-    def _call(self, response: Response, call: ToolCall) -> None:
-        """The reply calls a tool: the call goes out and into the history (after the
-        words the reply said before it, which the call adds to the history first)."""
-        trace = response.trace
-        trace.mark("tool_call")
-        response.tool_calls.append(call)
-        response.emit(ToolCallMade(response.id, call.call_id, call.name, call.arguments))
 
     def _plan(self, user_text: str | None, options: LLMOptions) -> intents.Plan | None:
         """What the rules make of the caller's last words, for the actions offered."""

@@ -11,6 +11,11 @@ sentence-transformers computes it. A short sentence takes about a millisecond.
 `SentenceEncoder.encode(texts)` returns one unit vector a text, so a dot product
 is the cosine similarity. It is thread-safe (NumPy releases the GIL in its
 matrix products); callers in an event loop run it in a thread.
+
+Loading it limits the process's BLAS (OpenBLAS, under NumPy) to one thread. With
+two, the idle BLAS thread spins after each encoding and takes the core that
+llama.cpp reads the prompt on: a caller turn classified before its reply got its
+first token 45 ms later (docs/QUALITY.md); with one, 13 ms.
 """
 
 from __future__ import annotations
@@ -65,8 +70,10 @@ class SentenceEncoder:
     """all-MiniLM-L6-v2: texts in, unit vectors out (`encode`)."""
 
     def __init__(self, model_dir: Path) -> None:
+        from threadpoolctl import threadpool_limits
         from tokenizers import Tokenizer
 
+        threadpool_limits(limits=1, user_api="blas")  # see the module's docstring
         config = json.loads((model_dir / "config.json").read_text())
         self._heads = int(config["num_attention_heads"])
         self._layers = int(config["num_hidden_layers"])

@@ -5,7 +5,7 @@
     BENCH_JUDGE_URL=http://host:8080/v1 BENCH_JUDGE_MODEL=m .venv/bin/python -m bench.conversation
 
 A fresh organization's default persona (no facts, the default instructions,
-greeting, temperature and reply length) answers each turn of
+greeting, temperature and reply length, and its take_message action) answers each turn of
 `bench/chat_turns.py` in a fresh call, as a typed caller turn answered by the
 engine's `VoiceCall` in text-only mode (the prompt, retrieval and guard of a
 voice call; no audio). The rules of `chat_turns.py` grade each reply:
@@ -41,8 +41,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from .chat_dev_turns import DEV_TURNS
 from .chat_turns import GREETING, HONEST, LANGUAGE_TALK, TURNS, ChatTurn
 
+SETS = {"held-out": TURNS, "dev": DEV_TURNS}
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
 MAX_SENTENCES = 3
@@ -135,6 +137,7 @@ def default_persona_config() -> Any:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "voiceapp.settings")
     os.environ.setdefault("SECRET_KEY", "bench")
     django.setup()
+    from sessions.realtime.actions import BUILT_IN, TAKE_MESSAGE
     from voiceapp.engine.call import CallConfig
     from voiceapp.engine.llm import LLMOptions
     from voiceapp.engine.models import default_voice
@@ -142,12 +145,16 @@ def default_persona_config() -> Any:
     from voiceapp.personas.services import DEFAULT_INSTRUCTIONS
 
     field = Persona._meta.get_field
+    # the default persona takes messages (persona_create_default): its decline offers one
+    actions = (BUILT_IN[TAKE_MESSAGE],)
     return CallConfig(
         voice=default_voice(),
         instructions=DEFAULT_INSTRUCTIONS,
+        actions=actions,
         llm=LLMOptions(
             max_tokens=int(field("max_reply_tokens").default),
             temperature=float(field("temperature").default),
+            tools=actions,
         ),
         speak=False,
         speculative=False,
@@ -168,7 +175,7 @@ async def answer(call: Any, text: str) -> tuple[str, float | None]:
             return frame.text, frame.latency.get("llm_first_token_ms")
 
 
-async def run_turns(repeat: int) -> list[Graded]:
+async def run_turns(repeat: int, turns: tuple[ChatTurn, ...] = TURNS) -> list[Graded]:
     from voiceapp.engine.call import VoiceCall
     from voiceapp.engine.models import ModelSettings, load_inference
     from voiceapp.engine.vad import SileroModel
@@ -178,7 +185,7 @@ async def run_turns(repeat: int) -> list[Graded]:
     vad = SileroModel()
     graded: list[Graded] = []
     for _ in range(repeat):
-        for turn in TURNS:
+        for turn in turns:
             call = VoiceCall(config, models, vad)
             try:
                 reply, first = await answer(call, turn.text)
@@ -221,7 +228,7 @@ def judge_replies(graded: list[Graded]) -> None:
         g.judge = verdict.startswith("PASS")
 
 
-def baseline_in(ref: str, repeat: int) -> dict[str, Any]:
+def baseline_in(ref: str, repeat: int, turn_set: str = "held-out") -> dict[str, Any]:
     """The same turns graded with the engine of commit `ref`, in a child process."""
     tree = Path(tempfile.mkdtemp(prefix="voiceapp-baseline-"))
     out = tree / "result.json"
@@ -239,6 +246,8 @@ def baseline_in(ref: str, repeat: int) -> dict[str, Any]:
                 "bench.conversation",
                 "--repeat",
                 str(repeat),
+                "--set",
+                turn_set,
                 "--write",
                 str(out),
             ],
@@ -265,6 +274,12 @@ def main() -> None:
     parser.add_argument(
         "--baseline-ref", default="", help="also grade the engine of this commit (git ref)"
     )
+    parser.add_argument(
+        "--set",
+        default="held-out",
+        choices=sorted(SETS),
+        help="the turns of record (held-out, chat_turns.py) or the development set",
+    )
     parser.add_argument("--write", default="", help=argparse.SUPPRESS)  # the baseline's child
     parser.add_argument("-v", "--verbose", action="store_true", help="print every failed reply")
     args = parser.parse_args()
@@ -272,9 +287,9 @@ def main() -> None:
     passes: dict[str, dict[str, Any]] = {}
     if args.baseline_ref:
         print(f"grading the engine of {args.baseline_ref} ...", flush=True)
-        passes[f"at {args.baseline_ref}"] = baseline_in(args.baseline_ref, args.repeat)
+        passes[f"at {args.baseline_ref}"] = baseline_in(args.baseline_ref, args.repeat, args.set)
     started = time.monotonic()
-    graded = asyncio.run(run_turns(args.repeat))
+    graded = asyncio.run(run_turns(args.repeat, SETS[args.set]))
     if os.environ.get("BENCH_JUDGE_URL") and not args.write:
         judge_replies(graded)
     result = {"summary": summary(graded), "replies": [asdict(g) for g in graded]}

@@ -74,3 +74,17 @@ def test_the_sentence_cap_speaks_the_last_sentence_then_stops() -> None:
     assert verdict.action is Action.STOP
     assert verdict.text == "We close at two."
     assert g.reason == "sentence_cap"
+
+
+def test_a_clause_about_languages_is_dropped_when_the_caller_did_not_ask() -> None:
+    from voiceapp.engine.guard import Action, GuardSettings, ReplyGuard
+
+    guard = ReplyGuard(GuardSettings(language_talk=True, check_numbers=False))
+    verdict = guard.check("I'm sorry, but I can only answer in English.")
+    assert verdict.action is Action.SPEAK and verdict.reason == "language_talk"
+    assert verdict.text == ""  # dropped, and the reply goes on
+    assert guard.check("How can I help?").text == "How can I help?"
+    disclaimer = "As a phone chat assistant, I keep it to two short sentences."
+    assert guard.check(disclaimer).text == ""
+    free = ReplyGuard(GuardSettings(language_talk=False, check_numbers=False))
+    assert free.check("Yes, I speak English.").action is Action.SPEAK

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from voiceapp.engine.intents import ASK_FOR_MESSAGE, caller_name, phone_number, plan
+from voiceapp.engine.intents import ASK_FOR_MESSAGE, NO_PERSON, caller_name, phone_number, plan
 from voiceapp.engine.prompt import DEFAULT_DECLINE, MESSAGE_DECLINE
 
 BOTH = frozenset({"take_message", "end_call"})
@@ -154,4 +154,14 @@ def test_other_mentions_of_people_are_not_a_handoff(text: str) -> None:
 
 
 def test_a_handoff_is_only_made_when_transfer_call_is_on() -> None:
-    assert plan("Can I talk to a real person?", [], BOTH) is None
+    assert plan("Can I talk to a real person?", [], frozenset({"end_call"})) is None
+    # with take_message on instead, the caller is offered a message, and what they
+    # say next is it
+    offered = plan("Can I talk to a real person?", [], BOTH)
+    assert offered is not None and offered.call is None and offered.say == NO_PERSON
+    history = [
+        {"role": "user", "content": "Can I talk to a real person?"},
+        {"role": "assistant", "content": NO_PERSON},
+    ]
+    args = arguments("It's Ann Lee on 07700 900456, please call me about my order.", history)
+    assert args["name"] == "Ann Lee" and args["callback_number"] == "07700 900456"

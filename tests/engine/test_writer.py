@@ -25,6 +25,7 @@ from voiceapp.engine.tasks import TaskOwner
 from voiceapp.engine.tools import ToolCall, ToolSpec
 from voiceapp.engine.tracing import TurnTrace
 from voiceapp.engine.writer import ReplyWriter, WriterSettings
+from voiceapp.personas.services import DEFAULT_INSTRUCTIONS
 
 SATURDAY = "On Saturday we open at 8 am and close at 2 pm. We are closed on Sundays."
 
@@ -46,6 +47,8 @@ def bakery_desk(
     direct_answers: bool = True,
     history_budget_chars: int = 2000,
     route_tools: bool = False,
+    turn_acts: bool = False,
+    facts: bool = True,
 ) -> Desk:
     history = History()
     inference = RecordingInference(models)
@@ -63,11 +66,12 @@ def bakery_desk(
         language="en",
         decline=DEFAULT_DECLINE,
         route_tools=route_tools,
+        turn_acts=turn_acts,
     )
     prompt = PromptBuilder(
-        instructions=INSTRUCTIONS,
-        facts=FACTS if grounding else (),
-        derive_facts=grounding,
+        instructions=INSTRUCTIONS if facts else DEFAULT_INSTRUCTIONS,
+        facts=FACTS if grounding and facts else (),
+        derive_facts=grounding and facts,
         direct_min_score=0.0 if grounding and direct_answers else None,
     )
     writer = ReplyWriter(
@@ -80,10 +84,11 @@ async def write(
     desk: Desk,
     models: LocalInference,
     owner: TaskOwner,
-    user_text: str,
+    user_text: str | None,
     llm: LLMOptions | None = None,
 ) -> tuple[bool, Response, list[Frame]]:
-    """Write the reply to `user_text` into a text-only speech and let it finish."""
+    """Write the reply to `user_text` (None: to the history as it is) into a
+    text-only speech and let it finish."""
     frames: list[Frame] = []
     speaker = ReplySpeaker(
         SpeakerSettings(default_voice()), models, frames.append, owner, fail=lambda r, e: None
@@ -254,10 +259,10 @@ async def test_the_router_leaves_a_turn_that_needs_no_tool_to_the_facts(
     desk.history.add("user", ORDER_QUESTION)
     desk.history.add_call(ToolCall("call_1", "lookup_order", "{}"))
     desk.history.add_output("call_1", "Shipped on Monday.")
-    speech_text = await write_without_user_text(desk, models, task_owner, options)
+    _, response, _ = await write(desk, models, task_owner, None, options)
     (request,) = desk.inference.llm
     assert request.options.offered_tools == ()
-    assert speech_text
+    assert response.text
 
 
 STOCK = ToolSpec(
@@ -271,24 +276,6 @@ STOCK = ToolSpec(
         }
     ),
 )
-
-
-async def write_without_user_text(
-    desk: Desk, models: LocalInference, owner: TaskOwner, llm: LLMOptions
-) -> str:
-    frames: list[Frame] = []
-    speaker = ReplySpeaker(
-        SpeakerSettings(default_voice()), models, frames.append, owner, fail=lambda r, e: None
-    )
-    response = Response(
-        "resp_out", None, TurnTrace(), frames.append, speculative=False, speak=False
-    )
-    speech = speaker.start(response)
-    await desk.writer.write(response, speech, llm, None)
-    speech.end()
-    async with asyncio.timeout(30):
-        await speech.finished()
-    return response.text
 
 
 def test_without_direct_answers_a_turn_is_sent_with_its_facts(models: LocalInference) -> None:
@@ -321,3 +308,25 @@ def test_history_is_trimmed_in_steps_that_keep_the_prompt_prefix(models: LocalIn
     assert sum(len(m["content"]) for m in first[1:-1]) <= 400
     assert first[1]["role"] == "user"
     assert second[: len(first) - 1] == first[:-1]
+
+
+async def test_an_agent_without_facts_repeats_itself_and_does_not_guess_about_the_business(
+    models: LocalInference, task_owner: TaskOwner
+) -> None:
+    # given an agent that knows nothing of its business, after its greeting
+    desk = bakery_desk(models, turn_acts=True, facts=False)
+    desk.history.add("assistant", "Hi! How can I help you today?")
+
+    # asked to say it again: its last words, as written
+    direct, response, _ = await write(desk, models, task_owner, "Sorry, could you say that again?")
+    assert direct is True and desk.inference.llm == []
+    assert response.text == "Sure. Hi! How can I help you today?"
+
+    # asked about the business: it says it does not know, without the LLM
+    direct, response, _ = await write(desk, models, task_owner, "How much are the cupcakes?")
+    assert direct is True and response.text == DEFAULT_DECLINE and desk.inference.llm == []
+
+    # anything else is the LLM's, its reply kept to three sentences and off languages
+    direct, response, _ = await write(desk, models, task_owner, "Tell me about the moon.")
+    assert direct is False and len(desk.inference.llm) == 1
+    assert response.text

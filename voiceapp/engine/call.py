@@ -685,8 +685,12 @@ def _speaker_settings(config: CallConfig) -> SpeakerSettings:
 
 
 def _read_ahead_settings(config: CallConfig) -> ReadAheadSettings:
+    # With the router choosing tools, a reply in words is sent without them (and a
+    # call with only the one routed): the prompt read ahead is the words' prompt, or
+    # the reply would read its whole prompt again from where the two part.
+    routed = config.embedded_llm and config.route_tools
     return ReadAheadSettings(
-        llm=config.llm,
+        llm=replace(config.llm, tool_choice="none") if routed else config.llm,
         end_of_turn_model=config.turns.hint_source == "eou",
         embedded_llm=config.embedded_llm,
         history_budget_chars=config.history_budget_chars,
@@ -718,6 +722,7 @@ def _writer_settings(config: CallConfig) -> WriterSettings:
         sequential=config.sequential,
         rule_actions=config.actions if config.direct_answers else (),
         route_tools=config.embedded_llm and config.route_tools,
+        turn_acts=config.embedded_llm and config.grounding and config.direct_answers,
     )
 
 

@@ -56,7 +56,8 @@ class Action(enum.Enum):
 class Verdict:
     action: Action
     text: str  # what to speak ("" for nothing)
-    reason: str = ""  # why the guard intervened: loop, invented_number, language, sentence_cap
+    # why it intervened: loop, invented_number, language, language_talk, sentence_cap
+    reason: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +66,24 @@ class GuardSettings:
     language: str = "en"
     check_numbers: bool = True
     decline: str = ""  # said instead of a clause with an invented number ("" = nothing)
+    # A clause about languages (the caller did not ask about one), or a disclaimer
+    # about being an assistant, is dropped: a small model answers "Please repeat
+    # that" with "As a voice assistant, I only support English".
+    language_talk: bool = False
+
+
+LANGUAGE_TALK = re.compile(
+    r"\b(languages?|english|french|spanish|german|italian|portuguese|dutch|bilingual|"
+    r"multilingual|translat\w*)\b",
+    re.I,
+)
+
+
+# A small model's disclaimer about itself ("as a voice assistant on a call, I ..."),
+# said instead of an answer: dropped like talk about languages.
+DISCLAIMER = re.compile(
+    r"\bas (a|an|your) ([\w-]+ ){0,4}(assistant|ai|bot|chatbot|language model)\b", re.I
+)
 
 
 def numbers_in(text: str) -> set[str]:
@@ -141,6 +160,9 @@ class ReplyGuard:
         said = " ".join([*self._spoken_text, clause])
         if s.language and _foreign(said, s.language.split("-")[0].lower()):
             return self._stop("", "language")
+        if s.language_talk and (LANGUAGE_TALK.search(clause) or DISCLAIMER.search(clause)):
+            self.reason = "language_talk"
+            return Verdict(Action.SPEAK, "", "language_talk")  # dropped; the reply goes on
         if s.check_numbers:
             invented = numbers_in(clause) - self.allowed_numbers
             if invented:

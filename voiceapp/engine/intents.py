@@ -14,6 +14,7 @@ are taken by rules, as facts are answered as written:
 - transfer_call: a caller who asks for a person ("Can I talk to a real person?",
   "Put me through to the manager") is handed over; this comes before the rules
   above, so asking for a person after an offer of a message is not the message.
+  With transfer_call off and take_message on, such a caller is offered a message.
 
 With a persona's own (larger) LLM endpoint the model chooses, and these rules
 stay out of its way. The rules are `plan()`: a caller's turn, the agent's words
@@ -36,8 +37,13 @@ RULED = frozenset({TAKE_MESSAGE, END_CALL, TRANSFER_CALL})  # the actions these 
 ASK_FOR_MESSAGE = (
     "Of course. Please tell me your name, a number to call you back on, and your message."
 )
+# Asked for a person with no one to hand over to (transfer_call off), a message.
+NO_PERSON = (
+    "I can't put you through to a person right now, but I can take a message "
+    "and someone will call you back."
+)
 # What the agent says that offers a message: the caller's next words answer it.
-OFFERS = (MESSAGE_DECLINE, ASK_FOR_MESSAGE)
+OFFERS = (MESSAGE_DECLINE, ASK_FOR_MESSAGE, NO_PERSON)
 
 _ASKS_TO_LEAVE = re.compile(
     r"\b(leave|take|pass on|give (?:them|him|her)|send)\b[\w\s']{0,20}\bmessage\b"
@@ -99,7 +105,8 @@ def plan(text: str, history: list[Message], actions: frozenset[str]) -> Plan | N
     if history and history[-1]["role"] == "user" and history[-1]["content"] == text:
         history.pop()
     said = _last(history, "assistant")
-    if TRANSFER_CALL in actions and _WANTS_PERSON.search(text) and not _NOT_WANTED.search(text):
+    wants_person = bool(_WANTS_PERSON.search(text)) and not _NOT_WANTED.search(text)
+    if TRANSFER_CALL in actions and wants_person:
         return Plan(call=ToolCall(new_call_id(), TRANSFER_CALL, json.dumps({"reason": text})))
     if TAKE_MESSAGE in actions:
         offered = said is not None and any(said.strip().startswith(o) for o in OFFERS)
@@ -108,6 +115,8 @@ def plan(text: str, history: list[Message], actions: frozenset[str]) -> Plan | N
                 return Plan(say=ASK_FOR_MESSAGE)
             asked = _last(history, "user") if said and said.startswith(MESSAGE_DECLINE) else None
             return Plan(call=take_message_call(text, asked))
+        if wants_person and not offered:
+            return Plan(say=NO_PERSON)
         if _ASKS_TO_LEAVE.search(text):
             if _NUMBER.search(text) and len(text.split()) >= 8:
                 return Plan(call=take_message_call(text, None))

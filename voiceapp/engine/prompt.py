@@ -178,7 +178,7 @@ class PromptBuilder:
         if self.grounded:
             parts.append(MESSAGE_GROUNDING_RULE if self.takes_messages else GROUNDING_RULE)
         name = language_name(self.language)
-        if name:  # small models drift into other languages without this
+        if name and name != "English":  # small models drift into English without this
             parts.append(f"Always answer in {name}.")
         return "\n\n".join(p for p in parts if p)
 

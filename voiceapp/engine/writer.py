@@ -2,34 +2,35 @@
 
 The call decides *when* a reply is written and what becomes of it; the writer
 knows *what* it says. `ReplyWriter.write` builds the prompt (`PromptBuilder`
-over the history as sent), speaks a fact as written when one answers the
-caller's words (a *direct answer*: no LLM), and otherwise streams the LLM's
-tokens, cuts them into clauses (`ClauseChunker`) and passes each through the
-reply guard (`guard.py`) into the reply's `Speech`. The guard stops a reply
-that states a number its prompt does not hold, turns to another language or
-runs on; what was said before that stands.
+over the history as sent) and asks the planner (planner.py) what the reply is:
+a tool call made without the LLM, words said as written (a fact, the decline, a
+line of the rules: a *direct answer*), or the LLM's. It makes the call, or
+streams the words (the LLM's tokens), cuts them into clauses (`ClauseChunker`)
+and passes each through the reply guard (`guard.py`) into the reply's `Speech`.
+The guard stops a reply that states a number its prompt does not hold, turns to
+another language, talks of languages unasked or runs on; what was said before
+that stands.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 
-from . import intents
+from .acts import TurnActs, shared_acts
 from .chunker import ChunkerSettings, ClauseChunker
 from .frames import LLMToken
-from .guard import Action, GuardSettings, ReplyGuard, numbers_in
+from .guard import LANGUAGE_TALK, Action, GuardSettings, ReplyGuard, numbers_in
 from .history import History
 from .inference import Inference, TokenStream
 from .llm import LLMOptions, Message, PromptUsage
+from .planner import ReplyPlanner
 from .prompt import PromptBuilder, Turn
 from .response import Response
-from .router import Route, ToolRouter, shared_router
+from .router import ToolRouter, shared_router
 from .speaker import Speech
-from .tools import ToolCall, ToolSpec, is_call, new_call_id
+from .tools import ToolCall, ToolSpec
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,9 @@ class WriterSettings:
     # needs, and the caller's words each argument may take. Off with a persona's own
     # LLM, which chooses itself.
     route_tools: bool = False
+    # Requests to repeat, and (knowing no facts) questions about the business, are
+    # answered as written (acts.py), not by the small embedded model.
+    turn_acts: bool = False
 
 
 class ReplyWriter:
@@ -68,6 +72,7 @@ class ReplyWriter:
         before_llm: Callable[[], Awaitable[None]],
         session: str,
         router: Callable[[], ToolRouter | None] = shared_router,
+        acts: Callable[[], TurnActs | None] = shared_acts,
     ) -> None:
         self.settings = settings
         self.prompt = prompt
@@ -77,7 +82,7 @@ class ReplyWriter:
         # request waits for it rather than throwing it (and its context) away.
         self._before_llm = before_llm
         self._session = session  # the LLM's cache key: one conversation, one context
-        self._router = router  # the process's tool router, loaded on first use
+        self._planner = ReplyPlanner(history, router=router, acts=acts)
 
     def messages(self, user_text: str | None, instructions: str | None = None) -> list[Message]:
         """The prompt: system, worked examples, history as sent, then `user_text` if given."""
@@ -113,34 +118,15 @@ class ReplyWriter:
         turn = None if user_text is None else self.prompt.turn(user_text)
         messages = self._messages(turn, instructions)
         chunker = ClauseChunker(cfg.chunker)
-        planned = self._plan(user_text, options) if instructions is None else None
-        if planned is not None and planned.call is not None:
-            response.trace.mark("llm_start")
-            response.call(planned.call)  # an action by the rules: no LLM, no words
-            return True
-        if planned is None and cfg.route_tools and options.backend == "local":
-            options, call = await self._route(options, user_text)
-            if call is not None:
-                response.trace.mark("llm_start")
-                response.call(call)  # every argument had one value: no LLM
-                return True
-        # A reply that must call a tool is the LLM's to write, even where a fact answers
-        # (the router's choice for the embedded model is such a reply). One that may
-        # call a tool is too, where the facts would only decline, when an endpoint
-        # that chooses tools writes it. Actions the rules take, as take_message after
-        # the decline, are not such a tool.
-        must_call = options.tool_choice != "auto" and bool(options.offered_tools)
-        may_call = options.backend == "http" and any(
-            t not in cfg.rule_actions for t in options.offered_tools
+        decision = await self._planner.decide(
+            cfg, self.prompt, turn, user_text, options, instructions
         )
-        if planned is not None and not must_call:
-            direct = planned.say
-        else:
-            direct = (
-                self._direct_answer(turn, may_call=may_call)
-                if instructions is None and not must_call
-                else None
-            )
+        if decision.call is not None:
+            response.trace.mark("llm_start")
+            response.call(decision.call)  # by the rules or the router: no LLM, no words
+            return True
+        options = decision.options
+        direct = decision.say
         guard = self._guard(messages, extra=direct or "")
         trace = response.trace
         trace.mark("llm_start")
@@ -185,100 +171,26 @@ class ReplyWriter:
             for clause in [raw.strip()] if cfg.sequential else chunker.flush():
                 if clause and not self._pass_clause(response, guard, clause, speech):
                     break
+        if guard.reason == "language_talk" and not response.text:
+            self._pass_clause(response, guard, self.settings.decline, speech)  # never silence
         if guard.reason:
             log.info("response %s cut by the reply guard: %s", response.id, guard.reason)
         return direct is not None
-
-    async def _route(
-        self, options: LLMOptions, user_text: str | None
-    ) -> tuple[LLMOptions, ToolCall | None]:
-        """The embedded model's tool choice, made by the router: `options` offering
-        only the tool the turn needs (its arguments held to the caller's words), or
-        none; or the call itself, when each argument has one value to take."""
-        words = replace(options, tool_choice="none")
-        ruled = {a.name for a in self.settings.rule_actions} & intents.RULED
-        tools = tuple(t for t in options.offered_tools if t.name not in ruled)
-        texts = self._caller_texts(user_text)
-        if not tools or not texts:  # a reply to a tool's output speaks; it calls nothing
-            return words, None
-        router = await asyncio.to_thread(self._router)
-        if router is None:
-            return options, None  # no router installed: the model's own choice, as before
-        choice = options.tool_choice
-        route: Route | None
-        if choice == "auto":
-            route = await asyncio.to_thread(router.route, texts, tools)
-        elif choice == "required":
-            route = await asyncio.to_thread(router.best, texts, tools)
-        else:
-            route = router.arguments(texts, tools[0])
-        if route is None:
-            return words, None
-        spec = route.spec
-        if route.settled:
-            arguments = {a.name: a.values[0] for a in route.arguments if a.values}
-            return options, ToolCall(new_call_id(), spec.name, json.dumps(arguments))
-        return replace(options, tools=(spec,), tool_choice=spec.name), None
-
-    def _caller_texts(self, user_text: str | None) -> list[str]:
-        """The caller's last few turns, oldest first, or none when the conversation's
-        last word is not the caller's (a tool's output, the agent's own words)."""
-        messages = list(self._history.messages)
-        if user_text is not None:
-            messages.append({"role": "user", "content": user_text})
-        texts: list[str] = []
-        for message in reversed(messages):
-            if message["role"] != "user" or is_call(message):
-                if not texts:
-                    return []
-                if message["role"] == "tool" or is_call(message):
-                    break  # an earlier request was served: its words are not this one's
-                continue
-            texts.insert(0, message["content"])
-            if len(texts) == CALLER_TURNS:
-                break
-        return texts
-
-    def _plan(self, user_text: str | None, options: LLMOptions) -> intents.Plan | None:
-        """What the rules make of the caller's last words, for the actions offered."""
-        offered = set(options.offered_tools)
-        actions = frozenset(a.name for a in self.settings.rule_actions if a in offered)
-        if not actions:
-            return None
-        text = user_text if user_text is not None else self._last_user_text()
-        if text is None:
-            return None
-        return intents.plan(text, self._history.messages, actions)
-
-    def _last_user_text(self) -> str | None:
-        last = self._history.messages[-1] if self._history.messages else None
-        return last["content"] if last is not None and last["role"] == "user" else None
-
-    def _direct_answer(self, turn: Turn | None, *, may_call: bool) -> str | None:
-        """The fact to speak as written for the caller's last words (`turn`, or the
-        history's last message), if one answers them; not the decline, when the
-        reply `may_call` a tool that could serve what no fact covers."""
-        if turn is None:
-            last = self._history.messages[-1] if self._history.messages else None
-            if last is None or last["role"] != "user":
-                return None
-            turn = self.prompt.turn(last["content"])
-        if turn.declined and may_call:
-            return None
-        return turn.direct
 
     def _guard(self, messages: list[Message], *, extra: str = "") -> ReplyGuard:
         """The reply's guard: numbers it may state are those its prompt (or `extra`,
         the facts it speaks as written) holds."""
         cfg = self.settings
         check = cfg.grounding and self.prompt.grounded
+        callers = (m["content"] for m in messages if m["role"] == "user")
         settings = GuardSettings(
-            # The cap is for a business's agent (a persona with knowledge); a persona
-            # without facts may be set up for long replies (a story, a recipe).
-            max_sentences=cfg.max_sentences if check else 1000,
+            # A voice reply stays short, with facts or without (max_reply_tokens bounds
+            # it too); the numbers are checked where facts say which are true.
+            max_sentences=cfg.max_sentences if cfg.grounding else 1000,
             language=cfg.language if cfg.grounding else "",
             check_numbers=check,
             decline=cfg.decline,
+            language_talk=cfg.grounding and not any(LANGUAGE_TALK.search(c) for c in callers),
         )
         prompt = " ".join([*(m["content"] for m in messages), extra])
         allowed = numbers_in(prompt) if check else set()
@@ -301,9 +213,6 @@ class ReplyWriter:
             response.emit(LLMToken(response.id, delta))
             speech.say(text)
         return verdict.action is Action.SPEAK
-
-
-CALLER_TURNS = 3  # the caller's turns whose words a call's arguments may take
 
 
 def _usage(prompt: PromptUsage, output_tokens: int) -> dict[str, int]:

@@ -28,8 +28,10 @@ from voiceapp.tenants.models import Organization
 log = logging.getLogger(__name__)
 
 DEFAULT_INSTRUCTIONS = (
-    "You are a friendly, helpful voice assistant on a phone-like call. "
-    "Answer in one or two short spoken sentences. Do not use lists, markdown or emoji."
+    # Not "a voice assistant on a call": SmolLM2 talked about being one, and about
+    # which languages it speaks, instead of answering (docs/QUALITY.md).
+    "You are a friendly, helpful assistant who answers the phone. "
+    "Keep answers to one or two short sentences. Do not use lists, markdown or emoji."
 )
 DEFAULT_GREETING = "Hi! How can I help you today?"
 

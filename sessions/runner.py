@@ -40,6 +40,7 @@ from sessions.realtime.recorder import Usage
 from sessions.realtime.recording import CallAudioCapture, CaptureResult
 from sessions.record_buffer import UNREACHABLE, record_buffer
 from voiceapp.engine.call import VoiceCall
+from voiceapp.engine.embedder import shared_encoder
 from voiceapp.engine.tts import VoiceSpec
 from voiceapp.inference.runtime import (
     call_config_from_persona,
@@ -424,6 +425,7 @@ async def _open_session(
     config = replace(
         config, actions=actions.specs(), llm=replace(config.llm, tools=actions.specs())
     )
+    await asyncio.to_thread(shared_encoder)  # loaded off the event loop, once a process
     call = VoiceCall(config, inference, await asyncio.to_thread(vad_model))
     for message in history:
         call.add_message(message["role"], message["content"])

@@ -70,3 +70,24 @@ def test_terms_stem_and_drop_fillers() -> None:
 
 def test_an_empty_knowledge_base_retrieves_nothing() -> None:
     assert KnowledgeBase([]).retrieve("What time do you open?") == []
+
+
+def test_meaning_ranks_the_fact_that_answers_above_one_that_only_shares_a_topic() -> None:
+    from voiceapp.engine.embedder import shared_encoder
+
+    facts = [
+        Fact("We are at 9 Church Street, opposite the library."),
+        Fact("There is no car park of our own, but the public one is a short walk from the shop."),
+        Fact("Gluten-free loaves are baked on Wednesdays."),
+    ]
+    words_only = KnowledgeBase(facts)
+    hybrid = KnowledgeBase(facts, encoder=shared_encoder())
+    question = "Is there parking near you?"
+    # by words, a place (the address) scores as high as the parking fact, and comes first
+    by_words = words_only.retrieve(question)
+    assert by_words[0].fact == facts[0] and by_words[0].score == by_words[1].score
+    # by meaning too, the parking fact is the answer
+    assert hybrid.retrieve(question)[0].fact == facts[1]
+    assert hybrid.retrieve("Where can I park?")[0].fact == facts[1]
+    # and what no fact is about is still not answered
+    assert hybrid.retrieve("Do you sell umbrellas?") == []

@@ -144,3 +144,18 @@ def test_a_greeting_with_a_question_still_gets_its_fact() -> None:
 
 def test_asking_how_to_call_is_not_small_talk() -> None:
     assert bakery().turn("How can I call you?").matches
+
+
+def test_prose_instructions_give_every_sentence_about_the_business_as_a_fact() -> None:
+    from voiceapp.personas.services import DEFAULT_INSTRUCTIONS
+
+    instructions = (
+        "You answer the phone for Ada's Studio. Be warm and brief.\n\n"
+        "You can pay with cash or any card. Customers park for free behind the studio. "
+        "Never promise a discount."
+    )
+    assert facts_from_instructions(instructions) == [
+        Fact("You can pay with cash or any card."),
+        Fact("Customers park for free behind the studio."),
+    ]
+    assert facts_from_instructions(DEFAULT_INSTRUCTIONS) == []  # the default knows nothing

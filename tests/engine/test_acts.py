@@ -70,3 +70,15 @@ def test_live_events_and_rudeness_are_told(acts: TurnActs) -> None:
     assert acts.classify("Is it snowing where you are right now?") is Act.LIVE
     assert acts.classify("Honestly, you are completely useless to me.") is Act.RUDE
     assert acts.classify("This is really frustrating.") is Act.RUDE
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "My name is Zelda. Say hello to me.",
+        "What is my name? Answer with one word.",
+        "Do you remember what I said about my dog?",
+    ],
+)
+def test_the_callers_talk_about_themselves_is_the_models(acts: TurnActs, text: str) -> None:
+    assert acts.classify(text) is Act.OTHER

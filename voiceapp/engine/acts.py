@@ -181,6 +181,14 @@ OTHER_EXAMPLES = (
     "Do you speak French?",
     "Can you help me with something?",
     "Hang on a moment.",
+    # the caller about themselves, and what they said: the conversation's own matter
+    "My name is Sam.",
+    "I'm calling about my son.",
+    "What did I just tell you?",
+    "Say hello to my friend here.",
+    "Can you spell that for me?",
+    "Okay, one more question.",
+    "Let me think for a second.",
 )
 
 

@@ -48,7 +48,7 @@ class RetrievalSettings:
     runner_up_ratio: float = 0.75  # a second fact must score this close to the best
     # With sentence embeddings: a fact whose cosine with the question reaches this
     # answers it by meaning alone, with a score from `min_score` (at this cosine) up.
-    semantic_min: float = 0.5
+    semantic_min: float = 0.6
 
 
 TIE_BREAK = 0.01  # the cosine's share of a score: facts equal by their words, by meaning

@@ -73,6 +73,14 @@ def test_call_config_without_facts(persona: Persona) -> None:
     assert runtime.call_config_from_persona(persona).facts == ()
 
 
+def test_replies_are_kept_short_unless_the_persona_was_given_a_longer_budget(
+    persona: Persona,
+) -> None:
+    assert runtime.call_config_from_persona(persona).max_sentences == 3
+    longer = persona_update(persona=persona, max_reply_tokens=300)
+    assert runtime.call_config_from_persona(longer).max_sentences > 100
+
+
 async def test_embedded_worker_serves_the_in_memory_layer(
     settings: Any, monkeypatch: pytest.MonkeyPatch, models: LocalInference, clips: dict[str, Clip]
 ) -> None:

@@ -167,6 +167,9 @@ async def stop_embedded() -> None:
         await asyncio.gather(entry[1], return_exceptions=True)
 
 
+LONG_REPLY_SENTENCES = 1000  # no cap: max_reply_tokens bounds the reply
+
+
 def call_config_from_persona(
     persona: Persona, *, output_sample_rate: int = 24000, own_llm: bool = False
 ) -> CallConfig:
@@ -179,6 +182,10 @@ def call_config_from_persona(
     them as written (`CallConfig.direct_answers`)."""
     voice = persona.voice
     eot = int(persona.end_of_turn_silence_ms)
+    # A reply is kept to three sentences, unless the business gave its persona a
+    # longer reply budget than the default (a storyteller, a recipe line).
+    default_tokens = type(persona)._meta.get_field("max_reply_tokens").default
+    long_replies = int(persona.max_reply_tokens) > int(default_tokens)
     return CallConfig(
         voice=VoiceSpec(voice_id=voice.voice_id, model_path=voice.model_path),
         instructions=persona.instructions,
@@ -197,6 +204,7 @@ def call_config_from_persona(
         direct_answers=not own_llm,
         embedded_llm=not own_llm,
         asr_model=persona.asr_model,
+        max_sentences=LONG_REPLY_SENTENCES if long_replies else 3,
     )
 
 

@@ -152,3 +152,21 @@ def test_narrowed_holds_each_argument_to_the_callers_values() -> None:
     assert schema["properties"]["name"]["enum"] == ["Silva"]
     assert "seating" not in schema["properties"]  # optional and not said: left out
     assert schema["required"] == ["guests", "when", "name"]
+
+
+@pytest.mark.parametrize(
+    "parameters",
+    [
+        '{"type": "object"}',
+        '{"type": "object", "properties": {}}',
+        '{"type": "object", "properties": {"x": {"type": ["string", "null"]}}, "required": []}',
+        '{"type": "object", "properties": {"n": {"type": "integer", "enum": [1, 2]}}}',
+        "[]",
+    ],
+)
+def test_any_schema_a_client_may_send_gets_candidates_without_failing(parameters: str) -> None:
+    odd = ToolSpec("odd_tool", "Something odd.", parameters)
+    text = "Hi, it's Ann, 2 please, order 55 on Friday at 14 Oak Street. " * 20  # long, too
+    found = candidates(odd, [text, ""])
+    schema = narrowed(odd, found).schema()
+    assert schema["type"] == "object" and isinstance(schema.get("properties", {}), dict)

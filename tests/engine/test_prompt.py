@@ -127,6 +127,33 @@ def test_sentences_addressed_to_the_agent_are_not_facts() -> None:
     assert facts_from_instructions(instructions) == [Fact("Our phone number is 555-0199.")]
 
 
+def test_a_persona_told_only_how_to_behave_is_not_grounded() -> None:
+    # "You tell long stories." tells the agent what to do: a persona with it alone
+    # knows nothing of a business, and does not decline a story
+    for instructions in (
+        "You tell long, detailed stories of at least ten sentences.",
+        "You are a storyteller. Whatever you are asked, you tell a long, detailed story.",
+    ):
+        builder = PromptBuilder(instructions=instructions)
+
+        assert not builder.grounded, instructions
+        assert builder.turn("Tell me a long story about a dragon.").direct is None, instructions
+
+
+def test_sentences_telling_the_caller_what_they_can_do_are_facts() -> None:
+    instructions = (
+        "You can pay with cash or any card. You'll find us behind the station. "
+        "You need an appointment for a fitting. You write short answers. "
+        "Whatever you are asked, you tell a story."
+    )
+
+    assert facts_from_instructions(instructions) == [
+        Fact("You can pay with cash or any card."),
+        Fact("You'll find us behind the station."),
+        Fact("You need an appointment for a fitting."),
+    ]
+
+
 def test_greetings_and_questions_about_the_call_are_small_talk() -> None:
     # "today" alone matched the opening hours; "Facts: none" made the model decline
     for text in ("How are you today?", "Hello, can you hear me?", "Good morning!"):

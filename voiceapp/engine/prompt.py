@@ -56,10 +56,15 @@ _EXAMPLES: tuple[tuple[str, str | None, str], ...] = (
 
 # A sentence of the instructions that tells the agent how to behave, not a fact a
 # caller may ask about: "You are the assistant of ...", "Be brief.", "Never ...".
-# "You can pay by card." and "Your order ..." speak to the caller: facts.
+# "You can pay by card." and "Your order ..." speak to the caller: facts. Any
+# other "You ..." ("You tell long stories.") speaks to the agent.
+_CALLER_YOU = (
+    r"you(?=('ll| can| could| may| might| need| get| pay| won't| cannot| can't| "
+    r"have to| don't need| do not need| want| would| wish| arrive| come| visit| book| "
+    r"order| bring| call| cancel)\b)"
+)
 _ADDRESSED_TO_AGENT = re.compile(
-    r"^(you('re| are| answer| take| work| help| handle| speak| talk| must| should| will| "
-    r"never| always| reply| respond| assist| represent| act| do not| don't)|"
+    rf"^((?!{_CALLER_YOU})you\b|"
     r"your (job|role|task|goal|name|answers?|replies|tone)|"
     r"be|do|don't|never|always|answer|speak|keep|act|behave|help|respond|reply|use|avoid|"
     r"if|when asked|only|make sure|remember|try)\b",
@@ -69,6 +74,18 @@ _ADDRESSED_TO_AGENT = re.compile(
 
 def language_name(code: str) -> str | None:
     return LANGUAGE_NAMES.get(code.split("-")[0].lower())
+
+
+# Within a sentence, "you" doing something the caller does not ("Whatever you are
+# asked, you tell a story.") tells the agent how to behave, unless the sentence
+# speaks for the business (we, our, us) or gives a figure ("If you are late, the
+# table is held for 15 minutes.").
+_AGENT_YOU = re.compile(rf"\b(?!{_CALLER_YOU})you\b", re.I)
+_BUSINESS_VOICE = re.compile(r"\b(we|we're|we'll|our|ours|us)\b|\d", re.I)
+
+
+def _tells_the_agent(sentence: str) -> bool:
+    return bool(_AGENT_YOU.search(sentence)) and not _BUSINESS_VOICE.search(sentence)
 
 
 def facts_from_instructions(instructions: str) -> list[Fact]:
@@ -84,7 +101,7 @@ def facts_from_instructions(instructions: str) -> list[Fact]:
         line = line.strip(" -*\t")
         for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9])", line):
             sentence = sentence.strip()
-            if _ADDRESSED_TO_AGENT.match(sentence):
+            if _ADDRESSED_TO_AGENT.match(sentence) or _tells_the_agent(sentence):
                 continue  # "You are the assistant of ...": how to behave, not a fact
             if 3 <= len(sentence.split()) <= 60:
                 facts.append(Fact(answer=sentence))

@@ -215,7 +215,7 @@ def test_back_to_back_calls_at_capacity_one_are_never_refused(
     assert not slow, slow
     # and every call's record shows how it ended
     reasons = list(Call.objects.order_by("started_at").values_list("end_reason", flat=True))
-    assert reasons == expected
+    assert reasons == expected, voice_server.errors()
 
 
 def test_back_to_back_webrtc_calls_free_their_slots_at_once(

@@ -23,3 +23,16 @@ class LiveServer:
     @property
     def ws_url(self) -> str:
         return f"ws://{self.host}:{self.port}"
+
+    def errors(self, lines: int = 60) -> str:
+        """The server's logged errors (with their tracebacks), for a failure's message."""
+        if self.logs is None:
+            return ""
+        found: list[str] = []
+        for name in ("web.log", "worker.log"):
+            path = self.logs / name
+            text = path.read_text(errors="replace").splitlines() if path.exists() else []
+            for i, line in enumerate(text):
+                if " ERROR " in line or "Traceback" in line:
+                    found.extend(text[i : i + 25])
+        return "\n".join(found[-lines:])

@@ -6,6 +6,7 @@ import json
 import logging
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,17 +52,85 @@ def speakable(text: str) -> str:
     return _SPACES.sub(" ", text).strip()
 
 
+LineKey = tuple[str, float, str]  # the voice's model, its speed, the speakable text
+
+
+class SpokenLines:
+    """The audio of lines a voice says again and again, kept for the next time.
+
+    Much of what an agent says is written, not generated: its greeting, the
+    decline, a fact spoken as written, "Goodbye, and thank you for calling.". A
+    clause is kept the second time it is synthesized whole (one said once, as
+    most of the LLM's are, is only remembered as seen), and the least recently
+    said go first once `max_bytes` of audio is held. Thread-safe."""
+
+    def __init__(self, max_bytes: int = 64 * 1024 * 1024, remember: int = 8192) -> None:
+        self.max_bytes = max_bytes
+        self.remember = remember
+        self.hits = 0
+        self.misses = 0
+        self._audio: OrderedDict[LineKey, tuple[np.ndarray, ...]] = OrderedDict()
+        self._seen: OrderedDict[LineKey, None] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: LineKey) -> tuple[np.ndarray, ...] | None:
+        with self._lock:
+            audio = self._audio.get(key)
+            if audio is None:
+                self.misses += 1
+                return None
+            self._audio.move_to_end(key)
+            self.hits += 1
+            return audio
+
+    def offer(self, key: LineKey, chunks: list[np.ndarray]) -> None:
+        """The whole audio of `key`, just synthesized (`chunks` no one else holds):
+        kept if it was seen before."""
+        size = sum(c.nbytes for c in chunks)
+        with self._lock:
+            if key in self._audio or size > self.max_bytes:
+                return
+            if key not in self._seen:
+                self._seen[key] = None
+                if len(self._seen) > self.remember:
+                    self._seen.popitem(last=False)
+                return
+            del self._seen[key]
+            kept = tuple(chunks)
+            for chunk in kept:
+                chunk.setflags(write=False)
+            self._audio[key] = kept
+            self._bytes += size
+            while self._bytes > self.max_bytes:
+                _, dropped = self._audio.popitem(last=False)
+                self._bytes -= sum(c.nbytes for c in dropped)
+
+    def __len__(self) -> int:
+        return len(self._audio)
+
+    @property
+    def nbytes(self) -> int:
+        """The audio held, in bytes."""
+        return self._bytes
+
+
 class PiperTTS:
     """Loads Piper voices on first use and keeps them; sessions use `threads` cores.
 
     `providers`: ONNX Runtime's execution providers, in order of preference
-    (devices.py plans them: the CUDA provider first on a GPU, then the CPU)."""
+    (devices.py plans them: the CUDA provider first on a GPU, then the CPU).
+    `lines`: the audio of lines said before (SpokenLines), replayed, not synthesized."""
 
     def __init__(
-        self, threads: int = 1, providers: tuple[str, ...] = ("CPUExecutionProvider",)
+        self,
+        threads: int = 1,
+        providers: tuple[str, ...] = ("CPUExecutionProvider",),
+        lines: SpokenLines | None = None,
     ) -> None:
         self.threads = threads
         self.providers = providers
+        self.lines = lines if lines is not None else SpokenLines()
         self._voices: dict[str, object] = {}
         self._lock = threading.Lock()
 
@@ -112,9 +181,21 @@ class PiperTTS:
         text = speakable(text)
         if not _SPEAKABLE.search(text):
             return
+        key = (voice.model_path, voice.speed, text)
+        said = self.lines.get(key)
+        if said is not None:
+            for audio in said:
+                if cancel.is_set():
+                    return
+                yield audio.copy()
+            return
         piper_voice = self._voice(voice)
         config = SynthesisConfig(length_scale=1.0 / max(0.25, min(4.0, voice.speed)))
+        chunks: list[np.ndarray] = []
         for chunk in piper_voice.synthesize(text, syn_config=config):
             if cancel.is_set():
                 return
-            yield np.asarray(chunk.audio_float_array, dtype=np.float32)
+            audio = np.asarray(chunk.audio_float_array, dtype=np.float32)
+            chunks.append(audio)
+            yield audio.copy()
+        self.lines.offer(key, chunks)

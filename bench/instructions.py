@@ -3,8 +3,9 @@
     .venv/bin/python -m bench.instructions                 # the held-out personas
     .venv/bin/python -m bench.instructions --set dev --repeat 3 --baseline-ref REF -v
 
-The personas of `bench/prose.py` (`--set held-out`: a florist and a physio
-clinic; `--set dev`: a bakery, which retrieval was tuned on) are asked each of
+The personas of `bench/prose.py` (`--set held-out`: a hair studio and a vet;
+`--set dev`: a bakery, a florist and a physio clinic, which retrieval was tuned
+on) are asked each of
 their questions in a fresh call, as typed caller turns answered by the
 engine's `VoiceCall` in text-only mode with the persona defaults (temperature,
 reply length). A question the prose answers is right when the reply holds one

@@ -2,10 +2,11 @@
 them: paragraphs of prose, not a list of facts. Graded as in bakery.py.
 
 - `DEV`: a bakery, the kind of persona issue #21 tried (its parking, payment,
-  lead-time and availability questions went wrong). Retrieval was tuned on it.
-- `HELD_OUT`: a florist and a physiotherapy clinic, written with DEV, before
-  retrieval was changed, and not tuned on: `bench/quality.py --persona prose`
-  reports them.
+  lead-time and availability questions went wrong), tuned on from the start; and
+  a florist and a physiotherapy clinic, held out for the first round of changes
+  (2026-12-05) and development data since (their misses were read).
+- `HELD_OUT`: a hair studio and a vet, written on 2026-12-06 before the second
+  round of changes, and not tuned on.
 
 Each persona's questions ask for what its prose says, in the caller's words
 (paraphrases, not the prose's), and for things it does not say.
@@ -145,5 +146,70 @@ CLINIC = ProsePersona(
     ),
 )
 
-DEV: tuple[ProsePersona, ...] = (BAKERY,)
-HELD_OUT: tuple[ProsePersona, ...] = (FLORIST, CLINIC)
+# Written on 2026-12-06, before the second round of retrieval changes, when the
+# florist and the clinic had been looked at and joined the development set.
+SALON = ProsePersona(
+    "salon",
+    "You are the receptionist of Mara's Hair Studio. Greet callers kindly and keep it "
+    "short.\n\n"
+    "The studio opens at 10 am and closes at 7 pm from Tuesday to Friday, and on "
+    "Saturday from 9 am to 3 pm. On Sundays and Mondays the studio is closed. A women's "
+    "cut and blow-dry costs 55 dollars, a men's cut is 30 dollars, and full colour "
+    "starts at 90 dollars. New clients who want colour need a patch test at least 48 "
+    "hours before the appointment. If you are more than 15 minutes late we may have to "
+    "rebook you. Walk-ins are welcome on weekday mornings when a chair is free. We take "
+    "cash and all cards, and gift vouchers can be bought at the desk. The studio is at "
+    "4 Harbour Street, above the pharmacy, and street parking is metered until 6 pm.",
+    (
+        _q("What time do you open on a Wednesday?", ("10", "ten")),
+        _q("Can I come in on a Monday?", ("closed", "not open", "shut")),
+        _q("How late are you open on Saturday?", ("3 pm", "3pm", "three")),
+        _q("How much is a haircut for a man?", ("30", "thirty")),
+        _q("What do you charge for colouring?", ("90", "ninety")),
+        _q("I've never had colour with you, do I need to come in first?", ("patch test",)),
+        _q("What happens if I'm running late?", ("15", "fifteen"), ("rebook",)),
+        _q("Can I just drop in without booking?", ("walk-in", "walk in", "welcome")),
+        _q("Do you sell gift vouchers?", ("voucher",)),
+        _q("Do you accept credit cards?", ("card",)),
+        _q("Where are you?", ("harbour street", "4 harbour")),
+        _q("Where can I park?", ("street parking", "metered", "meter")),
+    ),
+    (
+        Question("Do you do eyebrow threading?"),
+        Question("Which stylist is best with curly hair?"),
+        Question("Is there a student discount?"),
+    ),
+)
+
+VET = ProsePersona(
+    "vet",
+    "You answer calls for Greenfield Vets, a veterinary practice. Be calm and helpful.\n\n"
+    "Consultations are by appointment from 8.30 am to 6.30 pm Monday to Friday and "
+    "from 9 am to noon on Saturday. A standard consultation costs 48 dollars and a "
+    "yearly vaccination is 65 dollars. Out of hours, emergencies are seen at the "
+    "Riverside Animal Hospital on Canal Road. Dogs must be kept on a lead in the "
+    "waiting room and cats should come in a carrier. Repeat prescriptions need two "
+    "working days' notice. We accept cards and pet insurance, and payment is due at "
+    "the time of treatment. There is a free car park behind the practice.",
+    (
+        _q("When can I see a vet on Saturday?", ("9", "nine"), ("noon", "12")),
+        _q("What time do you close on weekdays?", ("6.30", "6:30", "six thirty")),
+        _q("How much is an appointment?", ("48", "forty-eight", "forty eight")),
+        _q("What does it cost to vaccinate my dog?", ("65", "sixty-five", "sixty five")),
+        _q("My cat is ill in the middle of the night, where do I go?", ("riverside",)),
+        _q("Does my dog need a lead inside?", ("lead",)),
+        _q("How should I bring my cat?", ("carrier",)),
+        _q("How much notice do you need for a repeat prescription?", ("two", "2")),
+        _q("Do you take pet insurance?", ("insurance",)),
+        _q("When do I have to pay?", ("time of treatment", "treatment")),
+        _q("Is there parking?", ("car park", "behind")),
+    ),
+    (
+        Question("Do you treat horses?"),
+        Question("Can I buy dog food from you?"),
+        Question("Which vet is on duty today?"),
+    ),
+)
+
+DEV: tuple[ProsePersona, ...] = (BAKERY, FLORIST, CLINIC)
+HELD_OUT: tuple[ProsePersona, ...] = (SALON, VET)

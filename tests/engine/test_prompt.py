@@ -186,3 +186,31 @@ def test_prose_instructions_give_every_sentence_about_the_business_as_a_fact() -
         Fact("Customers park for free behind the studio."),
     ]
     assert facts_from_instructions(DEFAULT_INSTRUCTIONS) == []  # the default knows nothing
+
+
+def test_a_sentence_telling_the_caller_what_to_do_if_is_a_fact() -> None:
+    instructions = (
+        "If you need to cancel, please tell us 24 hours before. If you don't know, say so. "
+        "If we are closed, take a message."
+    )
+
+    assert facts_from_instructions(instructions) == [
+        Fact("If you need to cancel, please tell us 24 hours before.")
+    ]
+
+
+def test_the_words_of_facts_in_prose_weigh_as_much_as_the_question_words() -> None:
+    # given a business whose facts are all written in its instructions
+    builder = PromptBuilder(
+        instructions=(
+            "You take calls for Bay Bikes, a bicycle shop. We are at 5 Dock Road. "
+            "Customers can park in the yard behind the shop. We take PayPal and cards. "
+            "Our spring sale runs from March to May."
+        )
+    )
+    # then "park" finds the parking sentence, not the address that "where" asks for
+    assert "yard" in (builder.turn("Where do I park?").direct or "")
+    assert "yard" in (builder.turn("Is there anywhere to park?").direct or "")
+    # and "PayPal" the payment sentence, and "when" a sentence with months
+    assert "PayPal" in (builder.turn("Do you accept PayPal?").direct or "")
+    assert "March" in (builder.turn("When is the sale?").direct or "")

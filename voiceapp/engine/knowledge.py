@@ -101,7 +101,8 @@ _SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
         re.compile(
             r"\b\d{1,2}(:\d\d)?\s*(a\.?m\.?|p\.?m\.?)|\b\d{1,2}:\d\d\b|\bnoon\b|\bmidnight\b"
             r"|\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b|\bdays?\b"
-            r"|\bhours?\b|\bweeks?\b",
+            r"|\bhours?\b|\bweeks?\b|\bminutes?\b|\b(january|february|march|april|may|june"
+            r"|july|august|september|october|november|december)\b",
             re.I,
         ),
     ),
@@ -186,9 +187,11 @@ def terms(text: str) -> list[str]:
 def _question_topics(text: str, words: Iterable[str]) -> set[str]:
     t = text.lower()
     topics = {_WORD_TOPIC[w] for w in words if w in _WORD_TOPIC}
-    for wh, topic in (("when", "@time"), ("what time", "@time"), ("where", "@place")):
-        if wh in t:
+    for wh, topic in (("when", "@time"), ("what time", "@time"), ("how long", "@time")):
+        if re.search(rf"\b{wh}\b", t):
             topics.add(topic)
+    if re.search(r"\bwhere\b", t):  # not "anywhere": "Is there anywhere to park?"
+        topics.add("@place")
     if re.search(r"\bhow (much|expensive)\b", t):
         topics.add("@price")
     return topics

@@ -84,8 +84,17 @@ _AGENT_YOU = re.compile(rf"\b(?!{_CALLER_YOU})you\b", re.I)
 _BUSINESS_VOICE = re.compile(r"\b(we|we're|we'll|our|ours|us)\b|\d", re.I)
 
 
+# "If you need to cancel, please tell us 24 hours before." tells the caller, as the
+# business ("us", a figure); "If you don't know, say so." tells the agent.
+_IF_YOU = re.compile(r"^if you\b", re.I)
+
+
 def _tells_the_agent(sentence: str) -> bool:
     return bool(_AGENT_YOU.search(sentence)) and not _BUSINESS_VOICE.search(sentence)
+
+
+def _tells_the_caller(sentence: str) -> bool:
+    return bool(_IF_YOU.match(sentence)) and bool(_BUSINESS_VOICE.search(sentence))
 
 
 def facts_from_instructions(instructions: str) -> list[Fact]:
@@ -96,16 +105,27 @@ def facts_from_instructions(instructions: str) -> list[Fact]:
     Businesses write their facts into the instructions, as prose; retrieving the
     sentence that answers a question puts it next to the question too.
     """
+    return split_instructions(instructions)[0]
+
+
+def split_instructions(instructions: str) -> tuple[list[Fact], str]:
+    """The instructions' facts (see facts_from_instructions), and the rest: what
+    tells the agent how to behave, and who it is ("You take calls for Petal Lane
+    Flowers, a florist.")."""
     facts: list[Fact] = []
+    rest: list[str] = []
     for line in instructions.splitlines():
         line = line.strip(" -*\t")
         for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9])", line):
             sentence = sentence.strip()
-            if _ADDRESSED_TO_AGENT.match(sentence) or _tells_the_agent(sentence):
-                continue  # "You are the assistant of ...": how to behave, not a fact
-            if 3 <= len(sentence.split()) <= 60:
+            to_agent = _ADDRESSED_TO_AGENT.match(sentence) or _tells_the_agent(sentence)
+            if to_agent and not _tells_the_caller(sentence):
+                rest.append(sentence)  # "You are the assistant of ...": how to behave
+            elif 3 <= len(sentence.split()) <= 60:
                 facts.append(Fact(answer=sentence))
-    return facts
+            else:
+                rest.append(sentence)
+    return facts, " ".join(r for r in rest if r)
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,8 +204,12 @@ class PromptBuilder:
         self._background = set(terms(instructions))
         self.reply_hint = reply_hint
         self.language = language
-        derived = facts_from_instructions(instructions) if derive_facts else []
-        self.knowledge = KnowledgeBase([*facts, *derived], background=instructions, encoder=encoder)
+        derived, behaviour = (
+            split_instructions(instructions) if derive_facts else ([], instructions)
+        )
+        # The words of who the agent is and how it behaves (the business's name) say
+        # little about which fact a question needs; the facts' own words do.
+        self.knowledge = KnowledgeBase([*facts, *derived], background=behaviour, encoder=encoder)
         # Grounded answers (and declines) only when the persona has knowledge to
         # ground them in; a persona without facts stays a general assistant.
         self.grounded = len(self.knowledge) > 0

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -39,3 +40,23 @@ def run_at(ref: str, module: str, args: list[str]) -> dict[str, Any]:
         return dict(json.loads(out.read_text()))
     finally:
         shutil.rmtree(tree, ignore_errors=True)
+
+
+def report_passes(
+    name: str, settings: dict[str, Any], passes: dict[str, dict[str, Any]], *, latest: bool = False
+) -> Path:
+    """Print the passes' summaries side by side, and write them all to
+    bench/results/<name>-<time>.json (and <name>-latest.json when `latest`)."""
+    keys = list(next(iter(passes.values()))["summary"])
+    print(f"\n{'':28}" + "".join(f"{label:>16}" for label in passes))
+    for key in keys:
+        row = "".join(f"{p['summary'].get(key)!s:>16}" for p in passes.values())
+        print(f"{key:28}{row}")
+    results = ROOT / "bench" / "results"
+    results.mkdir(parents=True, exist_ok=True)
+    report = {"when": time.strftime("%Y-%m-%dT%H:%M:%S"), "settings": settings, "passes": passes}
+    stamped = results / f"{name}-{time.strftime('%Y%m%d-%H%M%S')}.json"
+    for path in (stamped, results / f"{name}-latest.json")[: 2 if latest else 1]:
+        path.write_text(json.dumps(report, indent=2))
+    print(f"\nwrote {stamped}")
+    return stamped

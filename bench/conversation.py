@@ -37,9 +37,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from .baseline import run_at
+from .baseline import report_passes, run_at
 from .chat_dev_turns import DEV_TURNS
 from .chat_turns import GREETING, HONEST, LANGUAGE_TALK, TURNS, ChatTurn
+from .engine_setup import persona_llm, setup_django
 
 SETS = {"held-out": TURNS, "dev": DEV_TURNS}
 ROOT = Path(__file__).resolve().parent.parent
@@ -129,30 +130,19 @@ def summary(graded: list[Graded]) -> dict[str, Any]:
 
 def default_persona_config() -> Any:
     """The engine configuration of a fresh organization's default persona."""
-    import django
-
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "voiceapp.settings")
-    os.environ.setdefault("SECRET_KEY", "bench")
-    django.setup()
+    setup_django()
     from sessions.realtime.actions import BUILT_IN, TAKE_MESSAGE
     from voiceapp.engine.call import CallConfig
-    from voiceapp.engine.llm import LLMOptions
     from voiceapp.engine.models import default_voice
-    from voiceapp.personas.models import Persona
     from voiceapp.personas.services import DEFAULT_INSTRUCTIONS
 
-    field = Persona._meta.get_field
     # the default persona takes messages (persona_create_default): its decline offers one
     actions = (BUILT_IN[TAKE_MESSAGE],)
     return CallConfig(
         voice=default_voice(),
         instructions=DEFAULT_INSTRUCTIONS,
         actions=actions,
-        llm=LLMOptions(
-            max_tokens=int(field("max_reply_tokens").default),
-            temperature=float(field("temperature").default),
-            tools=actions,
-        ),
+        llm=persona_llm(tools=actions),
         speak=False,
         speculative=False,
     )
@@ -230,14 +220,6 @@ def baseline_in(ref: str, repeat: int, turn_set: str = "held-out") -> dict[str, 
     return run_at(ref, "bench.conversation", ["--repeat", str(repeat), "--set", turn_set])
 
 
-def print_table(passes: dict[str, dict[str, Any]]) -> None:
-    keys = list(next(iter(passes.values()))["summary"])
-    print(f"\n{'':28}" + "".join(f"{name:>16}" for name in passes))
-    for key in keys:
-        row = "".join(f"{p['summary'].get(key)!s:>16}" for p in passes.values())
-        print(f"{key:28}{row}")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=1, help="rounds of all turns")
@@ -273,13 +255,7 @@ def main() -> None:
             for g in p["replies"]:
                 if not g["ok"]:
                     print(f"  [{name}] miss ({g['kind']}) {g['text'][:60]!r} -> {g['reply']!r}")
-    print_table(passes)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    report = {"when": time.strftime("%Y-%m-%dT%H:%M:%S"), "settings": vars(args), "passes": passes}
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    for path in (RESULTS / f"conversation-{stamp}.json", RESULTS / "conversation-latest.json"):
-        path.write_text(json.dumps(report, indent=2))
-    print(f"\nwrote {RESULTS / f'conversation-{stamp}.json'}")
+    report_passes("conversation", vars(args), passes, latest=True)
 
 
 if __name__ == "__main__":

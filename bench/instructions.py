@@ -23,14 +23,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from .bakery import Question, declined, grounded
-from .baseline import run_at
+from .baseline import report_passes, run_at
+from .engine_setup import persona_llm
 from .prose import DEV, HELD_OUT, ProsePersona
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,24 +49,14 @@ class Graded:
 
 
 def persona_config(persona: ProsePersona) -> Any:
-    import django
-
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "voiceapp.settings")
-    os.environ.setdefault("SECRET_KEY", "bench")
-    django.setup()
+    llm = persona_llm()
     from voiceapp.engine.call import CallConfig
-    from voiceapp.engine.llm import LLMOptions
     from voiceapp.engine.models import default_voice
-    from voiceapp.personas.models import Persona
 
-    field = Persona._meta.get_field
     return CallConfig(
         voice=default_voice(),
         instructions=persona.instructions,
-        llm=LLMOptions(
-            max_tokens=int(field("max_reply_tokens").default),
-            temperature=float(field("temperature").default),
-        ),
+        llm=llm,
         speak=False,
         speculative=False,
     )
@@ -88,16 +78,9 @@ def first_retrieved(persona: ProsePersona, question: Question) -> bool:
 
 
 async def ask(call: Any, question: Question) -> str:
-    from voiceapp.engine.frames import ResponseDone
+    from .quality import ask as ask_and_grade
 
-    call.add_message("user", question.text)
-    call.create_response()
-    while True:
-        frame = await call.next_frame(60.0)
-        if frame is None:
-            raise RuntimeError(f"no reply to {question.text!r}")
-        if isinstance(frame, ResponseDone):
-            return str(frame.text)
+    return (await ask_and_grade(call, question)).reply
 
 
 async def run(personas: tuple[ProsePersona, ...], repeat: int) -> list[Graded]:
@@ -167,16 +150,7 @@ def main() -> None:
             for g in p["replies"]:
                 if not g["ok"]:
                     print(f"  [{name}] {g['persona']}: {g['question']!r} -> {g['reply']!r}")
-    keys = list(next(iter(passes.values()))["summary"])
-    print(f"\n{'':20}" + "".join(f"{name:>16}" for name in passes))
-    for key in keys:
-        print(f"{key:20}" + "".join(f"{p['summary'][key]!s:>16}" for p in passes.values()))
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    report = {"when": time.strftime("%Y-%m-%dT%H:%M:%S"), "settings": vars(args), "passes": passes}
-    path = RESULTS / f"instructions-{stamp}.json"
-    path.write_text(json.dumps(report, indent=2))
-    print(f"\nwrote {path}")
+    report_passes("instructions", vars(args), passes)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,6 @@ spoken-lines-latest.json.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import threading
 import time
@@ -40,16 +39,13 @@ from voiceapp.engine.prompt import DEFAULT_DECLINE
 from voiceapp.engine.tts import PiperTTS, SpokenLines
 
 from .bakery import FACTS
+from .engine_setup import setup_django
 from .latency import save_report
 
 
 def written_lines() -> list[str]:
     """The lines an agent says as written: the default persona's, then facts."""
-    import django
-
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "voiceapp.settings")
-    os.environ.setdefault("SECRET_KEY", "bench")
-    django.setup()
+    setup_django()
     from voiceapp.personas.services import DEFAULT_GREETING
 
     lines = [DEFAULT_GREETING, DEFAULT_DECLINE, NO_PERSON, CANNOT_CHECK, NOT_A_PERSON]

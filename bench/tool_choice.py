@@ -49,7 +49,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
 import re
 import socket
 import statistics
@@ -62,6 +61,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .engine_setup import persona_llm
 from .tool_cases import CASES, INSTRUCTIONS, TOOLS, ToolCase
 from .tool_dev_cases import BUSINESSES, Business
 
@@ -120,27 +120,14 @@ def summary(outcomes: list[Outcome]) -> dict[str, Any]:
 
 
 def persona_config(backend: str, business: Business, *, route: bool = True) -> Any:
-    import django
-
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "voiceapp.settings")
-    os.environ.setdefault("SECRET_KEY", "bench")
-    django.setup()
+    llm = persona_llm(backend=backend, tools=business.tools, tool_choice="auto")
     from voiceapp.engine.call import CallConfig
-    from voiceapp.engine.llm import LLMOptions
     from voiceapp.engine.models import default_voice
-    from voiceapp.personas.models import Persona
 
-    field_ = Persona._meta.get_field
     return CallConfig(
         voice=default_voice(),
         instructions=business.instructions,
-        llm=LLMOptions(
-            max_tokens=int(field_("max_reply_tokens").default),
-            temperature=float(field_("temperature").default),
-            backend=backend,
-            tools=business.tools,
-            tool_choice="auto",
-        ),
+        llm=llm,
         speak=True,
         speculative=False,
         route_tools=route,

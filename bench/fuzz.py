@@ -5,7 +5,7 @@
 
 Runs tests/sessions/test_realtime_fuzz.py (10,000 events by default: a live
 daphne and inference worker, real speech between the events),
-tests/sessions/test_webrtc_fuzz.py (2,000 mutated offers) and
+tests/sessions/test_webrtc_fuzz.py (5,000 mutated offers) and
 tests/api/test_api_fuzz.py (100 examples per API operation) and
 tests/dashboard/test_query_fuzz.py (random query strings) with one seed, on
 Postgres and Redis as the test suite does (DATABASE_URL and REDIS_URL, else the
@@ -33,7 +33,7 @@ TESTS = {
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=10_000, help="realtime fuzz events")
-    parser.add_argument("--offers", type=int, default=2_000, help="mutated SDP offers")
+    parser.add_argument("--offers", type=int, default=5_000, help="mutated SDP offers")
     parser.add_argument("--api-examples", type=int, default=100, help="per API operation")
     parser.add_argument("--seed", type=int, default=random.randrange(2**32))
     parser.add_argument("--only", choices=sorted(TESTS), action="append", help="run only these")

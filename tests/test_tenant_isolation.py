@@ -18,6 +18,7 @@ from sessions.services import call_end, call_item_record, call_start, call_turn_
 from tests.support.tenants import Tenant
 from voiceapp.api import urls as api_urls
 from voiceapp.dashboard import urls as dashboard_urls
+from voiceapp.knowledge.models import KnowledgeDocument, KnowledgePassage
 from voiceapp.personas.models import Persona, PersonaFact, PersonaTool
 from voiceapp.personas.server_tools import persona_tool_create
 from voiceapp.personas.services import persona_create, persona_fact_create
@@ -67,6 +68,7 @@ class OrgB:
     message: CallerMessage
     tool: PersonaTool
     tool_secret: str
+    document: KnowledgeDocument
 
     def snapshot(self) -> list[object]:
         """Everything of B's that a successful attack would change."""
@@ -83,6 +85,10 @@ class OrgB:
             WebhookDelivery.objects.filter(pk=self.delivery.pk).values().first(),
             CallerMessage.objects.filter(pk=self.message.pk).values("read_at").first(),
             PersonaTool.objects.filter(pk=self.tool.pk).values().first(),
+            KnowledgeDocument.objects.filter(pk=self.document.pk)
+            .values("title", "status", "passage_count")
+            .first(),
+            list(KnowledgePassage.objects.filter(document=self.document).values("text")),
         ]
 
 
@@ -153,6 +159,10 @@ def org_b(tenant_b: Tenant, django_capture_on_commit_callbacks) -> OrgB:  # type
         url=B_TOOL_URL,
         headers={"X-Api-Key": B_TOOL_HEADER},
     )
+    document = KnowledgeDocument.objects.create(
+        persona=persona, title="Bravo listings", status=KnowledgeDocument.Status.READY
+    )
+    KnowledgePassage.objects.create(document=document, position=0, text=B_SECRET_MARK)
     return OrgB(
         persona,
         key,
@@ -169,6 +179,7 @@ def org_b(tenant_b: Tenant, django_capture_on_commit_callbacks) -> OrgB:  # type
         message,
         tool,
         tool_secret,
+        document,
     )
 
 
@@ -199,6 +210,12 @@ TARGETS: dict[str, Callable[[OrgB], object]] = {
     "webhook_resend": lambda b: b.delivery.pk,
     "message_mark": lambda b: b.message.pk,
     "persona_tool_create": lambda b: b.persona.pk,
+    "persona_document_upload": lambda b: b.persona.pk,
+    "persona_document_url": lambda b: b.persona.pk,
+    "persona_documents_status": lambda b: b.persona.pk,
+    "persona_document_detail": lambda b: (b.persona.pk, b.document.pk),
+    "persona_document_refresh": lambda b: (b.persona.pk, b.document.pk),
+    "persona_document_delete": lambda b: (b.persona.pk, b.document.pk),
     "persona_tool_edit": lambda b: (b.persona.pk, b.tool.pk),
     "persona_tool_test": lambda b: (b.persona.pk, b.tool.pk),
     "persona_tool_delete": lambda b: (b.persona.pk, b.tool.pk),
@@ -494,6 +511,10 @@ API_TESTS_BY_URL = {
     "persona-tool-list": "test_api_refuses_other_orgs_tools",
     "persona-tool-detail": "test_api_refuses_other_orgs_tools",
     "persona-tool-test": "test_api_refuses_other_orgs_tools",
+    "persona-document-list": "test_api_refuses_other_orgs_documents",
+    "persona-document-detail": "test_api_refuses_other_orgs_documents",
+    "persona-document-refresh": "test_api_refuses_other_orgs_documents",
+    "persona-document-passages": "test_api_refuses_other_orgs_documents",
 }
 
 
@@ -559,6 +580,32 @@ def test_api_refuses_other_orgs_tools(secret_key_a: str, org_b: OrgB) -> None:
         response = getattr(Client(), method)(
             url,
             data={"name": "pwned", "url": "https://93.184.215.15/evil", "description": "x"},
+            content_type="application/json",
+            headers={"Authorization": f"Bearer {secret_key_a}"},
+        )
+        assert response.status_code == 404, (method, url, response.status_code)
+        assert _leaks(response.content, org_b) == []
+    assert org_b.snapshot() == before
+
+
+def test_api_refuses_other_orgs_documents(secret_key_a: str, tenant_a: Tenant, org_b: OrgB) -> None:
+    before = org_b.snapshot()
+    own = tenant_a.org.personas.get()
+    attempts = []
+    for persona_pk in (org_b.persona.pk, own.pk):  # B's persona, or one's own with B's id
+        base = f"/api/v1/personas/{persona_pk}/documents/"
+        attempts += [
+            ("get", f"{base}{org_b.document.pk}/"),
+            ("delete", f"{base}{org_b.document.pk}/"),
+            ("post", f"{base}{org_b.document.pk}/refresh/"),
+            ("get", f"{base}{org_b.document.pk}/passages/"),
+        ]
+    b_base = f"/api/v1/personas/{org_b.persona.pk}/documents/"
+    attempts += [("get", b_base), ("post", b_base)]
+    for method, url in attempts:
+        response = getattr(Client(), method)(
+            url,
+            data={"url": "https://93.184.215.15/evil"},
             content_type="application/json",
             headers={"Authorization": f"Bearer {secret_key_a}"},
         )

@@ -63,6 +63,7 @@ INSTALLED_APPS = [
     "allauth.account",
     "voiceapp.tenants",
     "voiceapp.personas",
+    "voiceapp.knowledge",
     "voiceapp.dashboard",
     "voiceapp.inference",
     "sessions.apps.CallsConfig",
@@ -304,6 +305,8 @@ BILLING_QUOTA_CHECK_S = env.float("BILLING_QUOTA_CHECK_S", default=10.0)
 CELERY_BEAT_SCHEDULE = {
     "reconcile-open-calls": {"task": "calls.reconcile_open_calls", "schedule": 60.0},
     "webhooks-retry-overdue": {"task": "webhooks.retry_overdue", "schedule": 60.0},
+    # Documents given as URLs, fetched again when their refresh is due.
+    "knowledge-refresh-due": {"task": "knowledge.refresh_due_documents", "schedule": 300.0},
     # Invoices of ended months (idempotent, so daily; the 1st's run does the work).
     "billing-close-periods": {
         "task": "billing.close_periods",
@@ -335,6 +338,11 @@ STRIPE_REPORT_THREAD = env.bool("STRIPE_REPORT_THREAD", default=not REDIS_URL)
 # unspecified addresses are refused unless this is on (for tests and closed networks).
 WEBHOOK_ALLOW_PRIVATE_NETWORKS = env.bool("WEBHOOK_ALLOW_PRIVATE_NETWORKS", default=False)
 WEBHOOK_TIMEOUT_S = env.float("WEBHOOK_TIMEOUT_S", default=10.0)
+# Knowledge documents (docs/KNOWLEDGE.md): a URL is fetched within this many seconds
+# (WEBHOOK_ALLOW_PRIVATE_NETWORKS also lets documents come from private addresses).
+DOCUMENT_FETCH_TIMEOUT_S = env.float("DOCUMENT_FETCH_TIMEOUT_S", default=15.0)
+# Without a task broker, documents are processed in a thread of the web process.
+DOCUMENT_PROCESS_THREAD = env.bool("DOCUMENT_PROCESS_THREAD", default=not REDIS_URL)
 # Without a task broker (the embedded default runs Celery tasks inline) deliveries
 # are sent from a background thread of the web process, retries included.
 WEBHOOK_DELIVERY_THREAD = env.bool("WEBHOOK_DELIVERY_THREAD", default=not REDIS_URL)

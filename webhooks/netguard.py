@@ -14,7 +14,7 @@ import ipaddress
 import socket
 import ssl
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 MAX_URL_CHARS = 500
 
@@ -137,3 +137,55 @@ def request(
             conn.close()
     assert last is not None
     raise last
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    status: int
+    content_type: str
+    body: bytes
+    too_large: bool  # the body went past the bytes asked for, and was cut there
+    url: str  # where it came from, after redirects
+
+
+def get(
+    url: str,
+    *,
+    allow_private: bool,
+    timeout_s: float,
+    max_bytes: int,
+    what: str = "Pages",
+    max_redirects: int = 3,
+) -> Page:
+    """GET `url`, following up to `max_redirects` redirects, each to a checked
+    address. Raises UnsafeURL (a refused address, too many redirects), OSError or
+    http.client.HTTPException."""
+    for _ in range(max_redirects + 1):
+        target = resolve(url, allow_private=allow_private, what=what)
+        kind = _PinnedHTTPSConnection if target.scheme == "https" else _PinnedHTTPConnection
+        last: OSError | None = None
+        for address in target.addresses:
+            conn = kind(target.host, target.port, address=address, timeout=timeout_s)
+            try:
+                conn.request("GET", target.path, headers={"User-Agent": "voiceapp-knowledge/1"})
+                response = conn.getresponse()
+                location = response.getheader("Location")
+                if response.status in (301, 302, 303, 307, 308) and location:
+                    url = urljoin(url, location)
+                    break
+                body = response.read(max_bytes + 1)
+                return Page(
+                    status=response.status,
+                    content_type=response.getheader("Content-Type") or "",
+                    body=body[:max_bytes],
+                    too_large=len(body) > max_bytes,
+                    url=url,
+                )
+            except ConnectionRefusedError as exc:
+                last = exc
+            finally:
+                conn.close()
+        else:
+            assert last is not None
+            raise last
+    raise UnsafeURL(f"The page redirected more than {max_redirects} times.")

@@ -138,4 +138,32 @@
   document.addEventListener("change", function (event) {
     if (event.target.matches("[data-autosubmit]")) { event.target.form.submit(); }
   });
+
+  // Persona page: documents being processed show their progress; once none is,
+  // the page is loaded again to show what came of them.
+  async function watchDocuments(section) {
+    var url = section.dataset.documentsStatus;
+    for (var i = 0; i < 2400; i++) {
+      await sleep(1500);
+      var state;
+      try { state = await (await fetch(url, { headers: { Accept: "application/json" } })).json(); }
+      catch (err) { continue; }
+      var busy = false;
+      state.documents.forEach(function (d) {
+        var row = section.querySelector('tr[data-document="' + d.id + '"]');
+        var isBusy = d.status === "queued" || d.status === "processing";
+        busy = busy || isBusy;
+        if (!row || !isBusy) { return; }
+        var bar = row.querySelector("progress");
+        if (bar) { bar.value = d.progress; bar.textContent = d.progress + "%"; }
+        var stage = row.querySelector(".document-stage");
+        if (stage) { stage.textContent = d.stage; }
+        var badge = row.querySelector(".badge");
+        if (badge) { badge.textContent = d.status_label; }
+      });
+      if (!busy) { window.location.reload(); return; }
+    }
+  }
+  var documentsSection = document.querySelector("[data-documents-status]");
+  if (documentsSection) { watchDocuments(documentsSection); }
 })();

@@ -91,3 +91,63 @@ def test_meaning_ranks_the_fact_that_answers_above_one_that_only_shares_a_topic(
     assert hybrid.retrieve("Where can I park?")[0].fact == facts[1]
     # and what no fact is about is still not answered
     assert hybrid.retrieve("Do you sell umbrellas?") == []
+
+
+class CountingEncoder:
+    """The real sentence encoder, counting the texts it is given."""
+
+    def __init__(self) -> None:
+        from voiceapp.engine.embedder import shared_encoder
+
+        encoder = shared_encoder()
+        assert encoder is not None
+        self.encoder = encoder
+        self.texts: list[str] = []
+
+    def encode(self, texts: list[str]) -> object:
+        self.texts.extend(texts)
+        return self.encoder.encode(texts)
+
+
+def test_facts_that_carry_their_embedding_are_not_encoded_again() -> None:
+    # given a document's passage embedded ahead, and a fact the business wrote
+    encoder = CountingEncoder()
+    passage_text = "There is no car park of our own. The town car park on Mill Lane is free."
+    vector = encoder.encoder.encode([passage_text])[0]
+    facts = [
+        Fact(answer=passage_text, question="Parking", vector=vector, passage=True),
+        Fact(answer="We open at 7 every weekday.", question="When are you open?"),
+    ]
+    base = KnowledgeBase(facts, encoder=encoder)
+    # when a question is asked
+    matches = base.retrieve("Is there somewhere I can leave my car?")
+    # then only the fact without an embedding and the question were encoded
+    assert encoder.texts == [
+        "When are you open? We open at 7 every weekday.",
+        "Is there somewhere I can leave my car?",
+    ]
+    # and the passage, which shares few words with the question, answers it by meaning
+    assert matches and matches[0].fact.answer == passage_text
+
+
+def test_a_passage_answers_by_meaning_and_words_together_and_declines_the_rest() -> None:
+    from voiceapp.engine.embedder import shared_encoder
+
+    encoder = shared_encoder()
+    texts = [
+        ("Payment", "We take card and contactless payments as well as cash."),
+        ("Grooming", "A full groom includes a bath, a blow-dry, a haircut and a nail clip."),
+        ("Cancellations", "Please give us 48 hours' notice if you need to cancel."),
+    ]
+    assert encoder is not None
+    vectors = encoder.encode([f"{h} {t}" for h, t in texts])
+    facts = [
+        Fact(answer=t, question=h, vector=v, passage=True)
+        for (h, t), v in zip(texts, vectors, strict=True)
+    ]
+    base = KnowledgeBase(facts, encoder=encoder)
+    assert base.retrieve("Can I pay with my bank card?")[0].fact.question == "Payment"
+    assert base.retrieve("How much notice do you need to cancel?")[0].fact.question == (
+        "Cancellations"
+    )
+    assert base.retrieve("Do you sell dog food and leads?") == []

@@ -4,7 +4,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from tests.support.tenants import Tenant
+from tests.support.tenants import Tenant, staff_client
 from voiceapp.personas.models import MAX_FACTS_PER_PERSONA, Persona, PersonaFact
 from voiceapp.personas.services import persona_create, persona_fact_create
 from voiceapp.tenants.models import Membership, Role, User
@@ -14,16 +14,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def staff_of_a(tenant_a: Tenant) -> Client:
-    from django.contrib.auth.models import Permission
-
-    user = User.objects.create_user(
-        email="staff@alpha.test", password="pw-123456789", is_staff=True
-    )
-    user.user_permissions.set(Permission.objects.filter(codename__endswith="_persona"))
-    Membership.objects.create(org=tenant_a.org, user=user, role=Role.ADMIN)
-    client = Client()
-    client.force_login(user)
-    return client
+    return staff_client(tenant_a.org, permissions_ending="_persona")
 
 
 def test_staff_see_only_the_org_they_act_for(

@@ -26,3 +26,20 @@ def persona_brief(persona: Persona, instructions: str) -> Persona:
     persona.instructions = instructions
     persona.save(update_fields=["instructions"])
     return persona
+
+
+def staff_client(org: Organization, *, permissions_ending: str) -> Client:
+    """A client logged in as a staff member (not a superuser) who acts for `org`
+    and holds the permissions whose codenames end with `permissions_ending`."""
+    from django.contrib.auth.models import Permission
+
+    from voiceapp.tenants.models import Membership, Role
+
+    user = User.objects.create_user(
+        email=f"staff@{org.slug}.test", password="pw-123456789", is_staff=True
+    )
+    user.user_permissions.set(Permission.objects.filter(codename__endswith=permissions_ending))
+    Membership.objects.create(org=org, user=user, role=Role.ADMIN)
+    client = Client()
+    client.force_login(user)
+    return client

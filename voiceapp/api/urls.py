@@ -4,6 +4,7 @@ from rest_framework.routers import SimpleRouter
 
 from sessions.apis import CallViewSet, UsageView
 from voiceapp.api.exceptions import api_not_found
+from voiceapp.knowledge.apis import DocumentViewSet
 from voiceapp.personas.apis import PersonaFactViewSet, PersonaViewSet, VoiceViewSet
 from voiceapp.personas.tool_apis import PersonaToolViewSet
 from voiceapp.tenants.apis import LLMEndpointViewSet
@@ -27,6 +28,11 @@ tool_detail = PersonaToolViewSet.as_view(
 )
 tool_test = PersonaToolViewSet.as_view({"post": "test"})
 
+document_list = DocumentViewSet.as_view({"get": "list", "post": "create"})
+document_detail = DocumentViewSet.as_view({"get": "retrieve", "delete": "destroy"})
+document_refresh = DocumentViewSet.as_view({"post": "refresh"})
+document_passages = DocumentViewSet.as_view({"get": "passages"})
+
 app_name = "api"
 urlpatterns = [
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
@@ -36,6 +42,22 @@ urlpatterns = [
     path("personas/<int:persona_pk>/tools/", tool_list, name="persona-tool-list"),
     path("personas/<int:persona_pk>/tools/<int:pk>/", tool_detail, name="persona-tool-detail"),
     path("personas/<int:persona_pk>/tools/<int:pk>/test/", tool_test, name="persona-tool-test"),
+    path("personas/<int:persona_pk>/documents/", document_list, name="persona-document-list"),
+    path(
+        "personas/<int:persona_pk>/documents/<int:pk>/",
+        document_detail,
+        name="persona-document-detail",
+    ),
+    path(
+        "personas/<int:persona_pk>/documents/<int:pk>/refresh/",
+        document_refresh,
+        name="persona-document-refresh",
+    ),
+    path(
+        "personas/<int:persona_pk>/documents/<int:pk>/passages/",
+        document_passages,
+        name="persona-document-passages",
+    ),
     path("", include(router.urls)),
     re_path(r"^.*$", api_not_found),
 ]

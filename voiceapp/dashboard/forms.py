@@ -11,6 +11,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.http import HttpRequest
 
 from sessions.models import Call
+from voiceapp.knowledge.models import REFRESH_HOURS_CHOICES
 from voiceapp.personas.models import (
     RECORDING_RETENTION_DAYS,
     Action,
@@ -181,6 +182,38 @@ class PersonaForm(forms.ModelForm):
             "Your own OpenAI-compatible server answers this persona's calls. "
             "Endpoints are managed under Language models."
         )
+
+
+class DocumentUploadForm(forms.Form):
+    prefix = "upload"  # beside DocumentURLForm on the persona page
+    file = forms.FileField(
+        help_text="PDF, Word (.docx), Markdown, HTML or plain text, up to 10 MB.",
+        error_messages={"required": "Choose a file to upload."},
+        widget=forms.ClearableFileInput(
+            attrs={"accept": ".pdf,.docx,.md,.markdown,.html,.htm,.txt"}
+        ),
+    )
+    title = forms.CharField(
+        max_length=200, required=False, help_text="Optional: the file's name is used otherwise."
+    )
+
+
+class DocumentURLForm(forms.Form):
+    prefix = "page"
+    url = forms.CharField(
+        label="URL",
+        max_length=500,
+        widget=forms.URLInput(attrs={"placeholder": "https://example.com/faq"}),
+        error_messages={"required": "Give the address of a web page."},
+    )
+    title = forms.CharField(max_length=200, required=False)
+    refresh_hours = forms.TypedChoiceField(
+        label="Fetch again",
+        coerce=int,
+        choices=REFRESH_HOURS_CHOICES,
+        initial=24,
+        help_text="The page is fetched again on this schedule, so the agent keeps up with it.",
+    )
 
 
 class PersonaFactForm(forms.ModelForm):

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from voiceapp.dashboard import message_views, tool_views, views, webhook_views
+from voiceapp.dashboard import document_views, message_views, tool_views, views, webhook_views
 
 app_name = "dashboard"
 urlpatterns = [
@@ -72,6 +72,36 @@ urlpatterns = [
     path("calls/", views.call_list_view, name="call_list"),
     path("calls/<uuid:pk>/", views.call_detail_view, name="call_detail"),
     path("calls/<uuid:pk>/recording.ogg", views.call_recording_audio, name="call_recording"),
+    path(
+        "personas/<int:pk>/documents/upload/",
+        document_views.document_upload_view,
+        name="persona_document_upload",
+    ),
+    path(
+        "personas/<int:pk>/documents/url/",
+        document_views.document_url_view,
+        name="persona_document_url",
+    ),
+    path(
+        "personas/<int:pk>/documents/status/",
+        document_views.documents_status_view,
+        name="persona_documents_status",
+    ),
+    path(
+        "personas/<int:pk>/documents/<int:document_pk>/",
+        document_views.document_detail_view,
+        name="persona_document_detail",
+    ),
+    path(
+        "personas/<int:pk>/documents/<int:document_pk>/refresh/",
+        document_views.document_refresh_view,
+        name="persona_document_refresh",
+    ),
+    path(
+        "personas/<int:pk>/documents/<int:document_pk>/delete/",
+        document_views.document_delete_view,
+        name="persona_document_delete",
+    ),
     path("personas/<int:pk>/tools/new/", tool_views.tool_create_view, name="persona_tool_create"),
     path(
         "personas/<int:pk>/tools/<int:tool_pk>/",

@@ -33,6 +33,8 @@ from sessions.views import widget_session_payload
 from voiceapp.dashboard.charts import TURN_SPANS, bar_heights, line_chart, turn_rows
 from voiceapp.dashboard.forms import (
     CallFilterForm,
+    DocumentUploadForm,
+    DocumentURLForm,
     InvitationForm,
     LLMEndpointForm,
     OrganizationForm,
@@ -41,6 +43,8 @@ from voiceapp.dashboard.forms import (
     PublishableKeyForm,
     SecretKeyForm,
 )
+from voiceapp.knowledge.models import MAX_DOCUMENTS_PER_PERSONA
+from voiceapp.knowledge.selectors import document_list
 from voiceapp.personas.models import MAX_FACTS_PER_PERSONA, MAX_TOOLS_PER_PERSONA, Persona
 from voiceapp.personas.selectors import (
     persona_fact_get,
@@ -205,8 +209,11 @@ def _persona_page(
     *,
     form: PersonaForm | None = None,
     fact_form: PersonaFactForm | None = None,
+    upload_form: DocumentUploadForm | None = None,
+    url_form: DocumentURLForm | None = None,
 ) -> HttpResponse:
     facts = list(persona_fact_list(org=membership.org, persona=persona))
+    documents = list(document_list(persona=persona))
     context = {
         "section": "personas",
         "persona": persona,
@@ -217,6 +224,12 @@ def _persona_page(
         "facts_full": len(facts) >= MAX_FACTS_PER_PERSONA,
         "tools": persona_tool_list(persona=persona),
         "max_tools": MAX_TOOLS_PER_PERSONA,
+        "documents": documents,
+        "documents_busy": any(d.busy for d in documents),
+        "documents_full": len(documents) >= MAX_DOCUMENTS_PER_PERSONA,
+        "max_documents": MAX_DOCUMENTS_PER_PERSONA,
+        "upload_form": upload_form or DocumentUploadForm(),
+        "url_form": url_form or DocumentURLForm(),
         "can_manage": membership.can_manage,
     }
     return render(request, "dashboard/persona_form.html", context)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -33,6 +33,13 @@ import numpy as np
 class Fact:
     answer: str
     question: str = ""
+    # Its sentence embedding when it was computed ahead (a document's passages are
+    # embedded when the document is processed); None: encoded on the first question.
+    vector: np.ndarray | None = field(default=None, compare=False, repr=False)
+    # A passage of a document (knowledge/passages.py) rather than a fact the business
+    # wrote as one: longer, and in the document's words, so it is scored by meaning
+    # and words together (`RetrievalSettings.passage_*`).
+    passage: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +56,11 @@ class RetrievalSettings:
     # With sentence embeddings: a fact whose cosine with the question reaches this
     # answers it by meaning alone, with a score from `min_score` (at this cosine) up.
     semantic_min: float = 0.6
+    # A passage's score: this share of its words' score plus the rest of its cosine
+    # with the question; from `passage_min` up it answers, scored from `min_score`.
+    # Chosen on bench/document_cases.py's development set (bench/documents.py).
+    passage_lexical_weight: float = 0.3
+    passage_min: float = 0.38
 
 
 TIE_BREAK = 0.01  # the cosine's share of a score: facts equal by their words, by meaning
@@ -212,6 +224,11 @@ def _fact_topics(fact: Fact) -> set[str]:
     return topics
 
 
+def fact_text(fact: Fact) -> str:
+    """What a fact's embedding is computed from: its question and its answer."""
+    return f"{fact.question} {fact.answer}".strip()
+
+
 class KnowledgeBase:
     """An index of a persona's facts. Build once per call; `retrieve` per caller turn."""
 
@@ -269,12 +286,32 @@ class KnowledgeBase:
         if self._encoder is None or not utterance.strip():
             return None
         if self._vectors is None:
-            texts = [f"{f.question} {f.answer}".strip() for f in self.facts]
-            self._vectors = self._encoder.encode(texts)
+            self._vectors = self._fact_vectors(self._encoder)
         cosine = self._vectors @ self._encoder.encode([utterance])[0]
         s = self.settings
         scaled = s.min_score + (cosine - s.semantic_min) * (1 - s.min_score) / (1 - s.semantic_min)
         return np.where(cosine >= s.semantic_min, scaled, 0.0), cosine
+
+    def _passage_score(self, words: float, cosine: float) -> float:
+        s = self.settings
+        fused = s.passage_lexical_weight * words + (1 - s.passage_lexical_weight) * cosine
+        if fused < s.passage_min:
+            return 0.0
+        return s.min_score + (fused - s.passage_min) * (1 - s.min_score) / (1 - s.passage_min)
+
+    def _fact_vectors(self, encoder: Encoder) -> np.ndarray:
+        """Each fact's embedding: the one it carries, else encoded now (in one batch)."""
+        missing = [i for i, f in enumerate(self.facts) if f.vector is None]
+        if len(missing) == len(self.facts):
+            return encoder.encode([fact_text(f) for f in self.facts])
+        carried = [f.vector for f in self.facts if f.vector is not None]
+        vectors = np.zeros((len(self.facts), len(carried[0])), dtype=np.float32)
+        for i, fact in enumerate(self.facts):
+            if fact.vector is not None:
+                vectors[i] = fact.vector
+        if missing:
+            vectors[missing] = encoder.encode([fact_text(self.facts[i]) for i in missing])
+        return vectors
 
     def _join_compounds(self, words: list[str]) -> list[str]:
         """Join word pairs the facts write as one ("sour dough" -> "sourdough").
@@ -319,7 +356,9 @@ class KnowledgeBase:
                 if term in fact_terms or _DAY_GROUP.get(term) in fact_terms
             )
             score = covered / total if total > 0 else 0.0
-            if meaning is not None:
+            if meaning is not None and fact.passage:
+                score = self._passage_score(score, float(meaning[1][i]))
+            elif meaning is not None:
                 scaled, cosine = meaning
                 # by words or by meaning, whichever is more; ties go to the meaning
                 score = max(score, float(scaled[i])) + TIE_BREAK * float(cosine[i])

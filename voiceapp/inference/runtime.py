@@ -175,11 +175,14 @@ def call_config_from_persona(
 ) -> CallConfig:
     """The engine's plain configuration for a call with `persona`.
 
-    Reads the persona's facts: in async code, load the persona with
-    `persona_get_for_call` (facts prefetched), or this queries the database.
+    Reads the persona's facts and its documents' passages: in async code, load the
+    persona with `persona_get_for_call` (both prefetched), or this queries the
+    database.
     `own_llm`: the call's LLM turns go to the organization's own endpoint; a larger
     model phrases the retrieved facts itself, while the small embedded one speaks
     them as written (`CallConfig.direct_answers`)."""
+    from voiceapp.knowledge.selectors import persona_document_facts
+
     voice = persona.voice
     eot = int(persona.end_of_turn_silence_ms)
     # A reply is kept to three sentences, unless the business gave its persona a
@@ -189,7 +192,10 @@ def call_config_from_persona(
     return CallConfig(
         voice=VoiceSpec(voice_id=voice.voice_id, model_path=voice.model_path),
         instructions=persona.instructions,
-        facts=tuple(Fact(answer=f.answer, question=f.question) for f in persona.facts.all()),
+        facts=(
+            *(Fact(answer=f.answer, question=f.question) for f in persona.facts.all()),
+            *persona_document_facts(persona=persona),
+        ),
         greeting=persona.greeting if persona.agent_speaks_first else "",
         language=persona.language or "en",
         llm=LLMOptions(

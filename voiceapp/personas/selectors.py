@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.db.models import Prefetch, QuerySet
 from django.shortcuts import get_object_or_404
 
+from voiceapp.knowledge.models import KnowledgeDocument, KnowledgePassage
 from voiceapp.personas.models import Persona, PersonaFact, Voice
 from voiceapp.tenants.models import LLMEndpoint, Organization
 
@@ -31,13 +32,19 @@ def voice_get(*, pk: int) -> Voice:
 
 
 def persona_get_for_call(*, org_id: int, pk: int) -> Persona:
-    """The persona a call runs with: its voice and its facts (in order) loaded, so the
+    """The persona a call runs with: its voice, its facts (in order) and its documents'
+    passages loaded, so the
     call's configuration is built without further queries (call loops run async).
     Raises Persona.DoesNotExist."""
     return (
         Persona.objects.select_related("voice")
         .prefetch_related(
-            Prefetch("facts", queryset=PersonaFact.objects.order_by("position", "id"))
+            Prefetch("facts", queryset=PersonaFact.objects.order_by("position", "id")),
+            Prefetch(
+                "documents",
+                queryset=KnowledgeDocument.objects.defer("content").order_by("created_at", "id"),
+            ),
+            Prefetch("documents__passages", queryset=KnowledgePassage.objects.order_by("position")),
         )
         .get(org_id=org_id, pk=pk)
     )

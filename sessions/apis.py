@@ -9,7 +9,12 @@ from typing import Any
 
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    extend_schema,
+    extend_schema_field,
+    extend_schema_view,
+)
 from rest_framework import mixins, serializers, viewsets
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.pagination import CursorPagination
@@ -17,8 +22,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from sessions.models import Call, CallItem, CallTurn
-from sessions.selectors import call_get_with_transcript, call_list, usage_summary
+from sessions.models import Call, CallAnalysis, CallItem, CallTurn
+from sessions.selectors import (
+    call_analysis_find,
+    call_get_with_transcript,
+    call_list,
+    usage_summary,
+)
 from voiceapp.engine.tracing import SPAN_NAMES
 from voiceapp.personas.models import Persona
 from voiceapp.tenants.models import Organization
@@ -161,7 +171,18 @@ class CallSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
+class CallAnalysisSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = CallAnalysis
+        fields = ["summary", "fields", "success", "success_reason", "criterion", "method"]
+        read_only_fields = fields
+
+
 class CallDetailSerializer(CallSerializer):
+    analysis = serializers.SerializerMethodField(
+        help_text="Written after the call ends (null until then): a summary, the persona's "
+        "fields and the success verdict."
+    )
     transcript = CallItemSerializer(source="items", many=True, read_only=True)
     turns = CallTurnSerializer(many=True, read_only=True)
     tool_calls = serializers.IntegerField(
@@ -169,8 +190,13 @@ class CallDetailSerializer(CallSerializer):
     )
 
     class Meta(CallSerializer.Meta):
-        fields = [*CallSerializer.Meta.fields, "tool_calls", "transcript", "turns"]
+        fields = [*CallSerializer.Meta.fields, "tool_calls", "analysis", "transcript", "turns"]
         read_only_fields = fields
+
+    @extend_schema_field(CallAnalysisSerializer(allow_null=True))
+    def get_analysis(self, call: Call) -> dict[str, Any] | None:
+        analysis = call_analysis_find(call=call)
+        return dict(CallAnalysisSerializer(analysis).data) if analysis is not None else None
 
 
 class UsagePersonaSerializer(serializers.Serializer):

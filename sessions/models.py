@@ -201,3 +201,25 @@ class CallRecording(models.Model):
 
     def __str__(self) -> str:
         return f"recording of call {self.call_id} ({self.duration_s:.0f} s)"
+
+
+class CallAnalysis(models.Model):
+    """What was written about a call after it ended: a summary, the persona's fields
+    (`Persona.analysis_fields`) and the verdict on its `success_criterion`."""
+
+    class Method(models.TextChoices):
+        RULES = "rules", "Built-in rules (embedded model)"
+        LLM = "llm", "The organization's own LLM"
+
+    call = models.OneToOneField(Call, on_delete=models.CASCADE, related_name="analysis")
+    summary = models.TextField()
+    fields = models.JSONField(default=dict, blank=True)
+    success = models.BooleanField(null=True, blank=True)
+    success_reason = models.CharField(max_length=500, blank=True)
+    criterion = models.CharField(max_length=300, blank=True)  # as it was when analysed
+    method = models.CharField(max_length=10, choices=Method.choices)
+    duration_ms = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"analysis of call {self.call_id}"

@@ -8,7 +8,7 @@ from django.db.models.functions import TruncDate
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
-from sessions.models import Call, CallerMessage, CallItem, CallRecording, CallTurn
+from sessions.models import Call, CallAnalysis, CallerMessage, CallItem, CallRecording, CallTurn
 from voiceapp.personas.models import Persona
 from voiceapp.tenants.models import Organization
 
@@ -213,3 +213,8 @@ def turn_v2v_histogram(*, bounds_ms: tuple[float, ...]) -> Histogram:
         count=row["count"],
         total=row["total"] or 0.0,
     )
+
+
+def call_analysis_find(*, call: Call) -> CallAnalysis | None:
+    """What was written about the (already org-scoped) call after it ended, if yet."""
+    return CallAnalysis.objects.filter(call=call).first()

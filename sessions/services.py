@@ -16,6 +16,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from billing.services import usage_record_create
+from sessions.analysis import call_analysis_on_commit
 from sessions.auth import CallGrant
 from sessions.models import Call, CallerMessage, CallItem, CallTurn
 from voiceapp.engine.tracing import SPAN_NAMES
@@ -140,6 +141,7 @@ def call_end(*, call_id: str, reason: str, at: datetime | None = None) -> Call |
     call.save(update_fields=["ended_at", "last_seen_at", "duration_s", "end_reason"])
     usage_record_create(call=call)
     call_event_on_commit(call_id=call_id, org_id=call.org_id, event_type="call.ended")
+    call_analysis_on_commit(call_id=call_id)
     return call
 
 
@@ -161,6 +163,7 @@ def calls_reconcile(*, stale_after_s: float) -> int:
             call.save(update_fields=["ended_at", "duration_s", "end_reason"])
             usage_record_create(call=call)
             call_event_on_commit(call_id=str(call.pk), org_id=call.org_id, event_type="call.ended")
+            call_analysis_on_commit(call_id=str(call.pk))
             closed += 1
     return closed
 

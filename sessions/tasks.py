@@ -32,3 +32,12 @@ def purge_expired_recordings() -> int:
 def send_message_email(message_id: int) -> int:
     """Email a caller's message to the organization's owners and admins."""
     return caller_message_email(message_id=message_id)
+
+
+@shared_task(name="calls.analyze_call")
+def analyze_call(call_id: str) -> str:
+    """A finished call's summary, fields and success verdict; `call.analyzed`."""
+    from sessions.analysis import call_analyze
+
+    analysis = call_analyze(call_id=call_id)
+    return "skipped" if analysis is None else analysis.method

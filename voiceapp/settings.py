@@ -341,6 +341,9 @@ WEBHOOK_TIMEOUT_S = env.float("WEBHOOK_TIMEOUT_S", default=10.0)
 # Knowledge documents (docs/KNOWLEDGE.md): a URL is fetched within this many seconds
 # (WEBHOOK_ALLOW_PRIVATE_NETWORKS also lets documents come from private addresses).
 DOCUMENT_FETCH_TIMEOUT_S = env.float("DOCUMENT_FETCH_TIMEOUT_S", default=15.0)
+# Without a task broker, calls are analysed after they end in a thread of the web
+# process (sessions/analysis.py).
+CALL_ANALYSIS_THREAD = env.bool("CALL_ANALYSIS_THREAD", default=not REDIS_URL)
 # Without a task broker, documents are processed in a thread of the web process.
 DOCUMENT_PROCESS_THREAD = env.bool("DOCUMENT_PROCESS_THREAD", default=not REDIS_URL)
 # Without a task broker (the embedded default runs Celery tasks inline) deliveries

@@ -17,6 +17,10 @@ class EventType(models.TextChoices):
         "call.transfer_requested",
         "A caller asked for a person and the agent handed them over",
     )
+    CALL_ANALYZED = (
+        "call.analyzed",
+        "A call's summary, fields and success verdict were written",
+    )
 
 
 class WebhookEndpoint(models.Model):

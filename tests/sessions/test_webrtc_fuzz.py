@@ -174,6 +174,9 @@ def test_mutated_offers_are_never_a_server_error(
         return client_secret_create(org=persona.org, persona=persona, ttl_s=3600)[1]
 
     secret = new_secret()
+    # Calls an earlier test of this process left in the registry (their event loop
+    # closed before they ended) are not this test's concern.
+    earlier = set(webrtc.active_calls())
 
     def post(body: bytes) -> tuple[int, Any]:
         reply = loop.run_until_complete(
@@ -211,7 +214,7 @@ def test_mutated_offers_are_never_a_server_error(
             assert reply["error"]["message"], reply
             unspent = ClientSecret.objects.get(value_hash=token_hash(secret)).used_at is None
             assert unspent, (SEED, plan, body, reply)
-        assert not webrtc.active_calls()
+        assert not set(webrtc.active_calls()) - earlier  # a refused offer starts no call
 
     started = time.monotonic()
     try:

@@ -26,14 +26,14 @@ import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from .arguments import Kind, introduced, kind_of, values_of
+from .knowledge import Encoder
 from .llm import LLM, LLMOptions, Message
 
-MAX_FIELDS = 20
 MAX_TRANSCRIPT_CHARS = 12_000  # what an LLM is given of a long call: its start and end
 
 
@@ -50,10 +50,6 @@ class Analysis:
     success: bool | None = None  # None: no criterion was given
     success_reason: str = ""
     method: str = "rules"  # "rules", or "llm" (the org's own endpoint)
-
-
-class Encoder(Protocol):
-    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
 def properties_of(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:

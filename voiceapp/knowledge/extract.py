@@ -43,7 +43,6 @@ _CONTENT_TYPES = {
     "text/x-markdown": "markdown",
     "text/plain": "text",
 }
-ACCEPTED_EXTENSIONS = tuple(_EXTENSIONS)
 
 
 class UnreadableDocument(ValueError):

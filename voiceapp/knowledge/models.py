@@ -59,10 +59,6 @@ class KnowledgeDocument(models.Model):
         return self.title
 
     @property
-    def is_url(self) -> bool:
-        return bool(self.url)
-
-    @property
     def busy(self) -> bool:
         return self.status in (self.Status.QUEUED, self.Status.PROCESSING)
 

@@ -56,6 +56,8 @@ class CallGrant:
     secret_key_id: int | None = None
     publishable_key_id: int | None = None
     user_id: int | None = None
+    trunk_id: int | None = None  # a phone call: the SIP trunk that delivered it
+    caller_number: str = ""  # a phone call: who called (the From user)
 
     @property
     def principal(self) -> str:
@@ -66,6 +68,8 @@ class CallGrant:
             return f"pk:{self.publishable_key_id}"
         if self.user_id is not None:
             return f"user:{self.user_id}"
+        if self.trunk_id is not None:
+            return f"trunk:{self.trunk_id}"
         return ""
 
 

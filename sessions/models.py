@@ -50,6 +50,7 @@ class Call(models.Model):
     class Transport(models.TextChoices):
         WEBSOCKET = "websocket", "WebSocket"
         WEBRTC = "webrtc", "WebRTC"
+        SIP = "sip", "Phone (SIP)"
 
     class EndReason(models.TextChoices):
         HANGUP = "hangup", "Caller hung up"
@@ -68,6 +69,7 @@ class Call(models.Model):
         WIDGET = "widget", "Widget"
         API = "api", "API"
         TEST = "test", "Dashboard test"
+        PHONE = "phone", "Phone"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="calls")
@@ -80,6 +82,7 @@ class Call(models.Model):
     # test call from the dashboard. Blank on calls recorded before these existed.
     source = models.CharField(max_length=10, choices=Source.choices, blank=True)
     origin = models.CharField(max_length=200, blank=True)
+    caller_number = models.CharField(max_length=64, blank=True)  # phone calls: the From user
     key_name = models.CharField(max_length=100, blank=True)
     started_at = models.DateTimeField(default=timezone.now)
     last_seen_at = models.DateTimeField(default=timezone.now)

@@ -19,6 +19,7 @@ from billing.services import usage_record_create
 from sessions.analysis import call_analysis_on_commit
 from sessions.auth import CallGrant
 from sessions.models import Call, CallerMessage, CallItem, CallTurn
+from telephony.models import SipTrunk
 from voiceapp.engine.tracing import SPAN_NAMES
 from voiceapp.personas.models import Persona
 from voiceapp.tenants.models import Membership, PublishableKey, Role, SecretKey
@@ -41,6 +42,7 @@ def call_start(
         client_info=client_info,
         source=source,
         origin=grant.origin[:200],
+        caller_number=grant.caller_number[:64],
         key_name=key_name[:100],
     )
     call_event_on_commit(call_id=call_id, org_id=grant.org_id, event_type="call.started")
@@ -60,6 +62,9 @@ def call_source(grant: CallGrant) -> tuple[str, str]:
     if grant.secret_key_id is not None:
         name = SecretKey.objects.filter(pk=grant.secret_key_id).values_list("name", flat=True)
         return str(Call.Source.API), name.first() or ""
+    if grant.trunk_id is not None:
+        name = SipTrunk.objects.filter(pk=grant.trunk_id).values_list("name", flat=True)
+        return str(Call.Source.PHONE), name.first() or ""
     return "", ""
 
 

@@ -70,6 +70,7 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "billing",
     "webhooks",
+    "telephony",
 ]
 
 MIDDLEWARE = [
@@ -431,3 +432,16 @@ LOGGING = {
         "aioice": {"level": "WARNING"},  # at INFO it logs every ICE check of every call
     },
 }
+
+# Phone calls (docs/TELEPHONY.md): `manage.py sip_server` listens for SIP on UDP and
+# TCP at SIP_HOST:SIP_PORT and sends RTP from SIP_RTP_PORTS (two ports a call: RTP and
+# RTCP). SIP_ADVERTISED_HOST is the address written in Contact and SDP (a public or
+# NATed address); by default the bound one, or this machine's outgoing one for 0.0.0.0.
+SIP_HOST = env.str("SIP_HOST", default="0.0.0.0")
+SIP_PORT = env.int("SIP_PORT", default=5060)
+SIP_ADVERTISED_HOST = env.str("SIP_ADVERTISED_HOST", default="")
+SIP_RTP_PORTS = env.str("SIP_RTP_PORTS", default="20000-20999")
+SIP_REALM = env.str("SIP_REALM", default="voiceapp")
+# INVITEs taken from one address: a burst, then this many a minute (more get 503).
+SIP_INVITES_PER_MINUTE = env.float("SIP_INVITES_PER_MINUTE", default=60.0)
+SIP_INVITE_BURST = env.int("SIP_INVITE_BURST", default=10)

@@ -1,0 +1,173 @@
+"""One answered phone call: its RTP stream and its realtime session, from the
+200 OK to the BYE.
+
+The call ends when the caller hangs up (BYE: "hangup"), the session ends it
+(the agent's goodbye, the idle timeout, the maximum duration, an error: we
+let the last words play, then send BYE), the ACK never comes ("lost"), or
+the server shuts down."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from aiosipua import CallSession, IncomingCall
+
+from sessions.realtime import new_id
+from telephony.sip.media import RATE, DigitCollector, PhoneAudioOut, PhoneTransport
+
+log = logging.getLogger(__name__)
+
+CLIENT_GONE = frozenset({"hangup", "lost"})  # nobody is listening any more
+KEYPAD_PREFIX = "(keypad)"
+
+
+class Session(Protocol):
+    """What this module needs of `sessions.realtime.RealtimeSession`."""
+
+    id: str
+
+    async def handle_text(self, raw: str) -> None: ...
+    def push_audio(self, pcm: bytes, sample_rate: int, channels: int) -> None: ...
+    async def run(self) -> None: ...
+    async def close(self, reason: str) -> None: ...
+
+
+def keypad_events(entry: str) -> list[str]:
+    """The client events that put a keypad entry in the conversation and ask for a reply."""
+    item = {
+        "type": "conversation.item.create",
+        "event_id": new_id("event"),
+        "item": {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": f"{KEYPAD_PREFIX} {entry}"}],
+        },
+    }
+    reply = {"type": "response.create", "event_id": new_id("event")}
+    return [json.dumps(item), json.dumps(reply)]
+
+
+class PhoneCall:
+    def __init__(
+        self,
+        *,
+        invite: IncomingCall,
+        rtp: CallSession,
+        on_closed: Callable[[PhoneCall], None],
+    ) -> None:
+        self.invite = invite
+        self.rtp = rtp
+        self.output = PhoneAudioOut(rtp)
+        self.transport = PhoneTransport(self.output, self._on_transport_close)
+        self.digits = DigitCollector(self._keypad)
+        self.keypad: list[str] = []
+        self.session: Session | None = None
+        self.end_reason: str | None = None
+        self._on_closed = on_closed
+        self._ended = asyncio.Event()
+        self._closed = asyncio.Event()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        rtp.on_audio = self._on_audio
+        rtp.on_dtmf = self._on_dtmf
+
+    @property
+    def sip_call_id(self) -> str:
+        return self.invite.call_id
+
+    def begin(self, session: Session) -> None:
+        """The session started and the call was answered: run it."""
+        self.session = session
+        self._spawn(self.output.run())
+        self._spawn(self._lifetime())
+
+    # --- media and signalling events ---
+
+    def _on_audio(self, pcm: bytes, _timestamp: int) -> None:
+        session = self.session
+        if session is None or self._ended.is_set():
+            return
+        try:
+            session.push_audio(pcm, RATE, 1)
+        except (ValueError, RuntimeError) as exc:  # the call closed, or bad audio
+            log.debug("phone call %s: input audio dropped: %s", self.sip_call_id, exc)
+
+    def _on_dtmf(self, digit: str, _duration: int) -> None:
+        if not self._ended.is_set():
+            self.digits.press(digit)
+
+    async def _keypad(self, entry: str) -> None:
+        session = self.session
+        if session is None or self._ended.is_set():
+            return
+        self.keypad.append(entry)
+        log.info("phone call %s: keypad %s", self.sip_call_id, entry)
+        for raw in keypad_events(entry):
+            await session.handle_text(raw)
+
+    async def _on_transport_close(self, reason: str) -> None:
+        self.finish(reason or "hangup")
+
+    def finish(self, reason: str) -> None:
+        if self.end_reason is None:
+            self.end_reason = reason
+        self._ended.set()
+
+    # --- lifetime ---
+
+    def _spawn(self, coro: Awaitable[Any]) -> None:
+        task: asyncio.Task[Any] = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _lifetime(self) -> None:
+        assert self.session is not None
+        run = asyncio.ensure_future(self.session.run())
+        ended = asyncio.ensure_future(self._ended.wait())
+        try:
+            await asyncio.wait({run, ended}, return_when=asyncio.FIRST_COMPLETED)
+            if self.end_reason is None:
+                self.end_reason = self.transport.close_reason or "hangup"
+        finally:
+            ended.cancel()
+            await self._shutdown(run)
+
+    async def _shutdown(self, run: asyncio.Future[None]) -> None:
+        reason = self.end_reason or "hangup"
+        log.info("phone call %s: ending (%s)", self.sip_call_id, reason)
+        self.digits.cancel()
+        assert self.session is not None
+        try:
+            await asyncio.wait_for(self.session.close(reason), 6.0)
+        except Exception:
+            log.exception("phone call %s: closing the session failed", self.sip_call_id)
+        if reason not in CLIENT_GONE:  # we end it: let the last words play, then BYE
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(3.0):
+                    await self.output.drained()
+            with contextlib.suppress(Exception):
+                self.invite.hangup()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(run, 2.0)
+        current = asyncio.current_task()
+        others = [t for t in self._tasks if t is not current]
+        for task in others:
+            task.cancel()
+        if others:
+            await asyncio.wait(others, timeout=2.0)
+        with contextlib.suppress(Exception):
+            await self.rtp.close()
+        self._closed.set()
+        self._on_closed(self)
+
+    async def end(self, reason: str) -> None:
+        """End the call now (BYE from the caller, server shutdown)."""
+        self.finish(reason)
+        await self._closed.wait()
+
+    async def wait_closed(self) -> None:
+        await self._closed.wait()

@@ -1,0 +1,164 @@
+"""A phone call's media: RTP in and out through aiortp, and the transport the
+realtime session talks to.
+
+Caller audio arrives as G.711 (PCMU or PCMA) at 8 kHz; aiortp's jitter buffer
+puts packets back in order and conceals a lost one, and the decoded PCM16
+goes to the session. Agent audio comes from the session at the engine's rate,
+is resampled to 8 kHz and sent as one 20 ms packet per 20 ms against the
+clock (silence when the agent says nothing, so the far end's jitter buffer
+and any NAT on the way keep the stream). RFC 4733 digits are collected and
+handed on as one keypad entry after `DIGIT_GAP_S` without a new digit, or at
+"#"."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiosipua import CallSession
+
+from voiceapp.engine.audio import StreamResampler, float_to_pcm16, pcm16_to_float
+
+log = logging.getLogger(__name__)
+
+RATE = 8000
+FRAME_MS = 20
+FRAME_SAMPLES = RATE * FRAME_MS // 1000
+FRAME_BYTES = FRAME_SAMPLES * 2
+DIGIT_GAP_S = 1.5
+MAX_DIGITS = 32
+MAX_BUFFER_MS = 10_000
+
+
+class PhoneAudioOut:
+    """Agent audio, paced out as 20 ms RTP packets."""
+
+    def __init__(self, rtp: CallSession) -> None:
+        self._rtp = rtp
+        self._buffer = bytearray()
+        self._resampler: StreamResampler | None = None
+        self._empty = asyncio.Event()
+        self._empty.set()
+        self.packets_sent = 0
+        self.audio_packets_sent = 0
+
+    def write(self, pcm: bytes, sample_rate: int) -> None:
+        if sample_rate == RATE:
+            self._buffer += pcm
+        else:
+            if self._resampler is None or self._resampler.in_rate != sample_rate:
+                self._resampler = StreamResampler(sample_rate, RATE)
+            self._buffer += float_to_pcm16(self._resampler.process(pcm16_to_float(pcm)))
+        if self._buffer:
+            self._empty.clear()
+        overflow = len(self._buffer) - MAX_BUFFER_MS * RATE // 1000 * 2
+        if overflow > 0:
+            log.warning("phone output buffer full: dropping %d ms", overflow * 500 // RATE)
+            del self._buffer[:overflow]
+
+    def clear(self) -> None:
+        self._buffer.clear()
+        self._resampler = None
+        self._empty.set()
+
+    async def drained(self) -> None:
+        await self._empty.wait()
+
+    async def run(self) -> None:
+        start = time.monotonic()
+        timestamp = 0
+        sent = 0
+        while True:
+            chunk = bytes(self._buffer[:FRAME_BYTES])
+            del self._buffer[:FRAME_BYTES]
+            if chunk:
+                self.audio_packets_sent += 1
+            if not self._buffer:
+                self._empty.set()
+            chunk += bytes(FRAME_BYTES - len(chunk))
+            self._rtp.send_audio_pcm(chunk, timestamp)
+            self.packets_sent += 1
+            timestamp = (timestamp + FRAME_SAMPLES) & 0xFFFFFFFF
+            sent += 1
+            wait = start + sent * FRAME_MS / 1000 - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            elif wait < -0.2:  # the loop stalled: re-anchor instead of bursting
+                start = time.monotonic() - sent * FRAME_MS / 1000
+
+
+class DigitCollector:
+    """RFC 4733 digits into keypad entries: "1", "42#" -> "42"."""
+
+    def __init__(self, deliver: Callable[[str], Awaitable[None]]) -> None:
+        self._deliver = deliver
+        self._digits: list[str] = []
+        self._timer: asyncio.TimerHandle | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def press(self, digit: str) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if digit == "#":
+            self.flush()
+            return
+        if len(self._digits) < MAX_DIGITS:
+            self._digits.append(digit)
+        self._timer = asyncio.get_running_loop().call_later(DIGIT_GAP_S, self.flush)
+
+    def flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if not self._digits:
+            return
+        entry, self._digits = "".join(self._digits), []
+        task = asyncio.ensure_future(self._deliver(entry))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        for task in self._tasks:
+            task.cancel()
+
+
+class PhoneTransport:
+    """What `RealtimeSession` sends through: events are only logged (a phone
+    has no screen), audio goes to the RTP stream, and a close hangs up."""
+
+    name = "sip"
+    audio_as_events = False
+
+    def __init__(self, output: PhoneAudioOut, on_close: Callable[[str], Awaitable[None]]):
+        self.output = output
+        self._on_close = on_close
+        self.close_reason: str | None = None
+        self.events: dict[str, int] = {}
+        self.last_latency: dict[str, Any] | None = None
+
+    async def send_event(self, event: dict[str, Any]) -> None:
+        kind = str(event.get("type", ""))
+        self.events[kind] = self.events.get(kind, 0) + 1
+        if kind == "error":
+            log.info("phone call: %s", event.get("error"))
+        elif kind == "response.done":
+            latency = event.get("response", {}).get("latency")
+            if latency:
+                self.last_latency = latency
+
+    async def send_audio(self, pcm: bytes, sample_rate: int) -> None:
+        self.output.write(pcm, sample_rate)
+
+    def flush_audio(self) -> None:
+        self.output.clear()
+
+    async def close(self, code: int, reason: str) -> None:
+        if self.close_reason is None:
+            self.close_reason = reason
+        await self._on_close(reason)

@@ -130,23 +130,15 @@ class SipServer:
     # --- start and stop ---
 
     async def start(self) -> None:
-        transports: list[Any] = [UdpTransport(local_addr=(self.host, self.port))]
+        udp = UdpTransport(local_addr=(self.host, self.port))
+        await self._listen(udp)
+        if self.port == 0:  # an ephemeral port (tests): TCP takes the one UDP got
+            self.port = self._bound_port(udp)
+            udp.local_addr = (self.host, self.port)
+            for uas in self._uas:
+                uas.advertised_addr = (self.advertised_host, self.port)
         if self._use_tcp:
-            transports.append(TcpSipTransport(local_addr=(self.host, self.port)))
-        for transport in transports:
-            uas = SipUAS(
-                transport,
-                user_agent=USER_AGENT,
-                advertised_addr=(self.advertised_host, self.port),
-            )
-            uas.on_invite = self._on_invite
-            uas.on_bye = self._on_bye
-            uas.on_cancel = self._on_cancel
-            uas.on_ack_timeout = self._on_ack_timeout
-            await uas.start()
-            if self.port == 0:  # an ephemeral port: the TCP listener takes the same one
-                self.port = transport.local_addr[1] or self._bound_port(transport)
-            self._uas.append(uas)
+            await self._listen(TcpSipTransport(local_addr=(self.host, self.port)))
         log.info(
             "SIP listening on %s:%d (UDP%s), advertised as %s",
             self.host,
@@ -154,6 +146,17 @@ class SipServer:
             ", TCP" if self._use_tcp else "",
             self.advertised_host,
         )
+
+    async def _listen(self, transport: Any) -> None:
+        uas = SipUAS(
+            transport, user_agent=USER_AGENT, advertised_addr=(self.advertised_host, self.port)
+        )
+        uas.on_invite = self._on_invite
+        uas.on_bye = self._on_bye
+        uas.on_cancel = self._on_cancel
+        uas.on_ack_timeout = self._on_ack_timeout
+        await uas.start()
+        self._uas.append(uas)
 
     @staticmethod
     def _bound_port(transport: Any) -> int:

@@ -1,0 +1,146 @@
+"""baresip, a SIP user agent nobody here wrote, as a caller in tests and benchmarks.
+
+It dials from a config directory of its own, plays a WAV into the call
+(`aufile`), records what it hears (`sndfile` writes `dump-...-dec.wav`) and
+hangs up when the WAV ends. Digits typed on its standard input while a call is
+up go out as RFC 4733 telephone-events."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from voiceapp.engine.audio import read_wav, resample, write_wav
+
+CONFIG = """\
+poll_method\t\tepoll
+sip_listen\t\t127.0.0.1:{port}
+audio_player\t\taufile,{workdir}/unused.wav
+audio_source\t\taufile,{source}
+audio_alert\t\taufile,/dev/null
+module_path\t\t/usr/lib/baresip/modules
+module\t\t\tstdio.so
+module\t\t\tg711.so
+module\t\t\taufile.so
+module\t\t\tsndfile.so
+module_tmp\t\tuuid.so
+module_tmp\t\taccount.so
+module_app\t\tmenu.so
+snd_path\t\t{workdir}
+"""
+
+
+@dataclass
+class CallResult:
+    output: str
+    established_at: float | None  # monotonic time the call was answered
+    ended_at: float | None  # when baresip reported the call over
+    digits_sent: list[tuple[float, str]] = field(default_factory=list)
+    heard_path: Path | None = None
+
+    @property
+    def established(self) -> bool:
+        return self.established_at is not None
+
+    def heard(self) -> tuple[np.ndarray, int]:
+        """What the caller heard, float mono, and its rate."""
+        assert self.heard_path is not None, self.output[-2000:]
+        return read_wav(self.heard_path)
+
+
+class Baresip:
+    def __init__(self, workdir: Path, *, caller: str, port: int) -> None:
+        self.workdir = workdir
+        self.caller = caller
+        self.port = port
+        workdir.mkdir(parents=True, exist_ok=True)
+
+    def _configure(self, source: Path) -> None:
+        text = CONFIG.format(port=self.port, workdir=self.workdir, source=source)
+        (self.workdir / "config").write_text(text)
+        (self.workdir / "accounts").write_text(f"<sip:{self.caller}@127.0.0.1>;regint=0\n")
+        for old in self.workdir.glob("dump-*.wav"):
+            old.unlink()
+
+    async def call(
+        self,
+        uri: str,
+        source: Path,
+        *,
+        digits: list[tuple[float, str]] | None = None,
+        timeout_s: float = 90,
+    ) -> CallResult:
+        """Dial `uri`, play `source` (hang up at its end), type each of `digits`
+        (seconds after the answer, keys) and return what happened."""
+        self._configure(source)
+        proc = await asyncio.create_subprocess_exec(
+            "baresip",
+            "-f",
+            str(self.workdir),
+            "-e",
+            f"/dial {uri}",
+            "-t",
+            str(int(timeout_s)),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        assert proc.stdout is not None and proc.stdin is not None
+        output = ""
+        result = CallResult("", None, None)
+        pending = sorted(digits or [])
+        deadline = time.monotonic() + timeout_s
+        try:
+            while time.monotonic() < deadline:
+                try:
+                    chunk = await asyncio.wait_for(proc.stdout.read(4096), 0.05)
+                except TimeoutError:
+                    chunk = None
+                if chunk == b"":  # baresip exited
+                    break
+                if chunk:
+                    output += chunk.decode(errors="replace").replace("\r", "\n")
+                now = time.monotonic()
+                if result.established_at is None and "Call established" in output:
+                    result.established_at = now
+                if result.established_at is not None:
+                    while pending and now - result.established_at >= pending[0][0]:
+                        at, keys = pending.pop(0)
+                        for key in keys:
+                            proc.stdin.write(key.encode())
+                            await proc.stdin.drain()
+                            await asyncio.sleep(0.25)
+                        result.digits_sent.append((at, keys))
+                if result.ended_at is None and (
+                    "terminated" in output or "Call failed" in output or "closed:" in output
+                ):
+                    result.ended_at = now
+                    await asyncio.sleep(0.5)  # let sndfile close its files
+                    break
+        finally:
+            if proc.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.terminate()
+                try:
+                    await asyncio.wait_for(proc.wait(), 5)
+                except TimeoutError:
+                    proc.kill()
+                    await proc.wait()
+        result.output = output
+        dumps = sorted(self.workdir.glob("dump-*-dec.wav"))
+        result.heard_path = dumps[-1] if dumps else None
+        return result
+
+
+def call_wav(path: Path, parts: list[np.ndarray], rate: int) -> Path:
+    """Float mono pieces at `rate` joined into an 8 kHz 16-bit WAV, with ±1 LSB of dither."""
+    samples = resample(np.concatenate(parts), rate, 8000)
+    lsb = 1.0 / 32768.0
+    samples = samples + np.random.default_rng(7).integers(-1, 2, len(samples)) * lsb
+    write_wav(path, samples.astype(np.float32), 8000)
+    return path

@@ -1,0 +1,154 @@
+"""A phone call end to end: baresip (a SIP user agent nobody here wrote) dials a
+persona's number over loopback, asks a spoken question, hears the answer (checked
+with Whisper), presses a key and hangs up; the call record, its usage and the
+call.ended webhook are there. The SIP server and the models run in this process,
+as `manage.py sip_server` runs them without Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from asgiref.sync import sync_to_async
+from django.db import connections
+
+from billing.models import UsageRecord
+from sessions.models import Call
+from telephony import services
+from telephony.sip.call import KEYPAD_PREFIX
+from telephony.sip.server import SipServer
+from tests.support.baresip import Baresip, call_wav
+from tests.support.clips import piper_clip, words
+from tests.support.processes import free_port
+from tests.support.tenants import Tenant
+from tests.support.webhook_receiver import Receiver, webhook_receiver
+from voiceapp.engine.audio import resample
+from voiceapp.inference import runtime
+from voiceapp.personas.services import persona_fact_create
+from webhooks.services import webhook_endpoint_create
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
+
+NUMBER = "+15550103000"
+CALLER = "+15557654321"
+HOURS = "We are open from nine to five, Monday to Friday."
+
+
+@pytest.fixture(autouse=True)
+def embedded(settings: Any, monkeypatch: pytest.MonkeyPatch, models: Any) -> None:
+    settings.INFERENCE_EMBEDDED = True
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    monkeypatch.setattr(runtime, "_local", models)
+
+
+@pytest.fixture
+def receiver(settings: Any) -> Iterator[Receiver]:
+    settings.WEBHOOK_ALLOW_PRIVATE_NETWORKS = True
+    with webhook_receiver() as running:
+        yield running
+
+
+@pytest.fixture
+def phone_persona(tenant_a: Tenant) -> Any:
+    persona = tenant_a.org.personas.get()
+    persona_fact_create(persona=persona, question="What are your opening hours?", answer=HOURS)
+    trunk = services.trunk_create(
+        org=tenant_a.org, name="loopback", allowed_addresses=["127.0.0.1"]
+    )
+    services.phone_number_create(org=tenant_a.org, number=NUMBER, persona=persona, trunk=trunk)
+    return persona
+
+
+@pytest.fixture
+async def sip_server(phone_persona: Any) -> AsyncIterator[SipServer]:
+    server = SipServer(host="127.0.0.1", port=0, rtp_ports=(32000, 32999))
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.stop()
+        await sync_to_async(connections.close_all)()
+
+
+@pytest.fixture(scope="module")
+def question_wav(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """3.5 s for the greeting, the question, then 16 s to answer, press a key and hang up."""
+    question = piper_clip("What are your opening hours?")
+    rate = question.rate
+    quiet = np.zeros
+    path = tmp_path_factory.mktemp("phone") / "question.wav"
+    return call_wav(
+        path,
+        [quiet(int(3.5 * rate), np.float32), question.samples, quiet(16 * rate, np.float32)],
+        rate,
+    )
+
+
+async def test_a_caller_asks_hears_the_answer_presses_a_key_and_hangs_up(
+    tenant_a: Tenant,
+    sip_server: SipServer,
+    question_wav: Path,
+    receiver: Receiver,
+    models: Any,
+    tmp_path: Path,
+) -> None:
+    await sync_to_async(webhook_endpoint_create)(
+        org=tenant_a.org, url=receiver.url, events=["call.started", "call.ended"]
+    )
+    phone = Baresip(tmp_path / "baresip", caller=CALLER, port=free_port())
+    result = await phone.call(
+        f"sip:{NUMBER}@127.0.0.1:{sip_server.port}", question_wav, digits=[(13.0, "1")]
+    )
+    assert result.established, result.output[-3000:]
+    assert result.ended_at is not None, result.output[-3000:]
+    assert "PCMU" in result.output
+
+    # It heard the greeting and the answer, in the persona's voice.
+    audio, rate = result.heard()
+    heard = await models.transcribe(resample(audio, rate, 16000), "en")
+    said = words(heard.text)
+    assert len(said & words(HOURS)) >= 5, heard.text
+    assert {"help", "today"} & said, heard.text  # the greeting
+
+    call = await _ended_call(tenant_a)
+    assert call.transport == "sip" and call.source == "phone"
+    assert call.caller_number == CALLER and call.key_name == "loopback"
+    assert call.end_reason == "hangup"
+    assert call.client_info["called"] == NUMBER
+    items = [(i.role, i.text) async for i in call.items.order_by("at_s")]
+    user_lines = [text for role, text in items if role == "user"]
+    assert any({"opening", "hours"} <= words(text) for text in user_lines), items
+    assert f"{KEYPAD_PREFIX} 1" in user_lines, items
+    assert any(role == "assistant" and "nine" in text.lower() for role, text in items), items
+    assert call.duration_s is not None and 15 < call.duration_s < 40
+    usage = await UsageRecord.objects.aget(call_id=call.pk)
+    assert usage.billed_seconds >= 15 and usage.asr_seconds > 0
+
+    ended = await _webhook(receiver, "call.ended")
+    assert ended["data"]["call_id"] == str(call.pk)
+    assert sip_server.calls == {}
+    assert sip_server.ports._allocated == set()
+
+
+async def _ended_call(tenant: Tenant) -> Call:
+    for _ in range(100):
+        call = await Call.objects.filter(org=tenant.org).afirst()
+        if call is not None and call.ended_at is not None:
+            return call
+        await asyncio.sleep(0.1)
+    raise AssertionError("no ended call")
+
+
+async def _webhook(receiver: Receiver, kind: str) -> dict[str, Any]:
+    for _ in range(100):
+        for item in receiver.received:
+            body = json.loads(item.body)
+            if body.get("type") == kind:
+                return dict(body)
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no {kind} webhook; got {[r.body[:80] for r in receiver.received]}")

@@ -130,15 +130,25 @@ class SipServer:
     # --- start and stop ---
 
     async def start(self) -> None:
-        udp = UdpTransport(local_addr=(self.host, self.port))
-        await self._listen(udp)
-        if self.port == 0:  # an ephemeral port (tests): TCP takes the one UDP got
-            self.port = self._bound_port(udp)
-            udp.local_addr = (self.host, self.port)
-            for uas in self._uas:
-                uas.advertised_addr = (self.advertised_host, self.port)
-        if self._use_tcp:
-            await self._listen(TcpSipTransport(local_addr=(self.host, self.port)))
+        ephemeral = self.port == 0
+        for _ in range(20 if ephemeral else 1):
+            udp = UdpTransport(local_addr=(self.host, 0 if ephemeral else self.port))
+            await self._listen(udp)
+            if ephemeral:  # tests: TCP takes the port UDP got, if it is free for TCP too
+                self.port = self._bound_port(udp)
+                udp.local_addr = (self.host, self.port)
+                for uas in self._uas:
+                    uas.advertised_addr = (self.advertised_host, self.port)
+            if not self._use_tcp:
+                break
+            try:
+                await self._listen(TcpSipTransport(local_addr=(self.host, self.port)))
+                break
+            except OSError:
+                if not ephemeral:
+                    raise
+                await self.stop()
+                self.port = 0
         log.info(
             "SIP listening on %s:%d (UDP%s), advertised as %s",
             self.host,
@@ -155,7 +165,7 @@ class SipServer:
         uas.on_bye = self._on_bye
         uas.on_cancel = self._on_cancel
         uas.on_ack_timeout = self._on_ack_timeout
-        await uas.start()
+        await uas.start()  # raises OSError when the port is taken
         self._uas.append(uas)
 
     @staticmethod

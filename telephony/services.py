@@ -19,7 +19,7 @@ MAX_NUMBERS_PER_ORG = 200
 MAX_ADDRESSES_PER_TRUNK = 50
 
 
-def _clean_addresses(addresses: Any) -> list[str]:
+def clean_addresses(addresses: Any) -> list[str]:
     if not isinstance(addresses, list) or not all(isinstance(a, str) for a in addresses):
         raise ValidationError({"allowed_addresses": ["Give a list of addresses or networks."]})
     entries = [a.strip() for a in addresses if a.strip()]
@@ -39,7 +39,7 @@ def _clean_addresses(addresses: Any) -> list[str]:
     return [str(n) if n.num_addresses > 1 else str(n.network_address) for n in networks]
 
 
-def _check_auth(trunk: SipTrunk) -> None:
+def check_trunk_auth(trunk: SipTrunk) -> None:
     if not trunk.allowed_addresses and not trunk.uses_digest:
         raise ValidationError(
             "A trunk needs allowed addresses, or a username and password, or both."
@@ -64,7 +64,7 @@ def trunk_create(
         trunk = SipTrunk(
             org=org,
             name=name.strip(),
-            allowed_addresses=_clean_addresses(allowed_addresses or []),
+            allowed_addresses=clean_addresses(allowed_addresses or []),
             username=username.strip(),
             password_encrypted=crypto.encrypt(password) if password else "",
         )
@@ -75,7 +75,7 @@ def trunk_update(trunk: SipTrunk, **changes: Any) -> SipTrunk:
     if "name" in changes:
         trunk.name = str(changes["name"]).strip()
     if "allowed_addresses" in changes:
-        trunk.allowed_addresses = _clean_addresses(changes["allowed_addresses"])
+        trunk.allowed_addresses = clean_addresses(changes["allowed_addresses"])
     if "username" in changes:
         trunk.username = str(changes["username"]).strip()
         if not trunk.username:
@@ -88,7 +88,7 @@ def trunk_update(trunk: SipTrunk, **changes: Any) -> SipTrunk:
 
 
 def _save(trunk: SipTrunk) -> SipTrunk:
-    _check_auth(trunk)
+    check_trunk_auth(trunk)
     trunk.full_clean(exclude=["org", "password_encrypted"], validate_unique=False)
     if SipTrunk.objects.filter(org=trunk.org, name=trunk.name).exclude(pk=trunk.pk).exists():
         raise ValidationError({"name": ["A trunk of this organization has this name."]})

@@ -15,6 +15,8 @@ from django.urls import URLPattern, reverse
 from sessions.auth import CallGrant
 from sessions.models import Call, CallerMessage
 from sessions.services import call_end, call_item_record, call_start, call_turn_record
+from telephony.models import PhoneNumber, SipTrunk
+from telephony.services import phone_number_create, trunk_create
 from tests.support.tenants import Tenant
 from voiceapp.api import urls as api_urls
 from voiceapp.dashboard import urls as dashboard_urls
@@ -49,6 +51,7 @@ B_WEBHOOK_MARK = "Bravo-Private-Usage-Event"
 B_MESSAGE_MARK = "Bravo-Private-Caller-Message"
 B_TOOL_URL = "https://93.184.215.16/bravo-private-tool"
 B_TOOL_HEADER = "bravo-tool-api-key-do-not-leak"
+B_TRUNK_PASSWORD = "bravo-trunk-password-do-not-leak"
 
 
 @dataclass
@@ -515,6 +518,8 @@ API_TESTS_BY_URL = {
     "persona-document-detail": "test_api_refuses_other_orgs_documents",
     "persona-document-refresh": "test_api_refuses_other_orgs_documents",
     "persona-document-passages": "test_api_refuses_other_orgs_documents",
+    "sip-trunk-detail": "test_api_refuses_other_orgs_trunks_and_numbers",
+    "phone-number-detail": "test_api_refuses_other_orgs_trunks_and_numbers",
 }
 
 
@@ -612,3 +617,55 @@ def test_api_refuses_other_orgs_documents(secret_key_a: str, tenant_a: Tenant, o
         assert response.status_code == 404, (method, url, response.status_code)
         assert _leaks(response.content, org_b) == []
     assert org_b.snapshot() == before
+
+
+@pytest.fixture
+def phone_b(org_b: OrgB) -> tuple[SipTrunk, PhoneNumber]:
+    trunk = trunk_create(
+        org=org_b.persona.org,
+        name="Bravo carrier",
+        allowed_addresses=["198.51.100.7"],
+        username="bravo-trunk",
+        password=B_TRUNK_PASSWORD,
+    )
+    number = phone_number_create(
+        org=org_b.persona.org, number="+15550109999", persona=org_b.persona, trunk=trunk
+    )
+    return trunk, number
+
+
+def test_api_refuses_other_orgs_trunks_and_numbers(
+    secret_key_a: str, tenant_a: Tenant, org_b: OrgB, phone_b: tuple[SipTrunk, PhoneNumber]
+) -> None:
+    trunk, number = phone_b
+    auth = {"Authorization": f"Bearer {secret_key_a}"}
+    before = (list(SipTrunk.objects.values()), list(PhoneNumber.objects.values()))
+    for url in (f"/api/v1/sip-trunks/{trunk.pk}/", f"/api/v1/phone-numbers/{number.pk}/"):
+        for method in ("get", "put", "patch", "delete"):
+            response = getattr(Client(), method)(
+                url, data={"name": "x", "label": "x"}, content_type="application/json", headers=auth
+            )
+            assert response.status_code == 404, (url, method)
+            assert b"Bravo" not in response.content and b"9999" not in response.content
+    for url in ("/api/v1/sip-trunks/", "/api/v1/phone-numbers/"):
+        listed = Client().get(url, headers=auth)
+        assert listed.status_code == 200 and listed.json() == []
+    # A cannot route a number to B's persona, nor through B's trunk.
+    own_persona = tenant_a.org.personas.get()
+    for body in (
+        {"number": "+15550108888", "persona": org_b.persona.pk},
+        {"number": "+15550108888", "persona": own_persona.pk, "trunk": trunk.pk},
+    ):
+        response = Client().post(
+            "/api/v1/phone-numbers/", data=body, content_type="application/json", headers=auth
+        )
+        assert response.status_code == 404, body
+    taken = Client().post(  # B's number is taken, and saying so tells nothing of B
+        "/api/v1/phone-numbers/",
+        data={"number": "+1 555 010 9999", "persona": own_persona.pk},
+        content_type="application/json",
+        headers=auth,
+    )
+    assert taken.status_code == 400 and b"Bravo" not in taken.content
+    assert (list(SipTrunk.objects.values()), list(PhoneNumber.objects.values())) == before
+    assert B_TRUNK_PASSWORD.encode() not in taken.content

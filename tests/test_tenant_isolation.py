@@ -72,6 +72,8 @@ class OrgB:
     tool: PersonaTool
     tool_secret: str
     document: KnowledgeDocument
+    trunk: SipTrunk
+    number: PhoneNumber
 
     def snapshot(self) -> list[object]:
         """Everything of B's that a successful attack would change."""
@@ -92,6 +94,8 @@ class OrgB:
             .values("title", "status", "passage_count")
             .first(),
             list(KnowledgePassage.objects.filter(document=self.document).values("text")),
+            SipTrunk.objects.filter(pk=self.trunk.pk).values().first(),
+            PhoneNumber.objects.filter(pk=self.number.pk).values().first(),
         ]
 
 
@@ -166,6 +170,16 @@ def org_b(tenant_b: Tenant, django_capture_on_commit_callbacks) -> OrgB:  # type
         persona=persona, title="Bravo listings", status=KnowledgeDocument.Status.READY
     )
     KnowledgePassage.objects.create(document=document, position=0, text=B_SECRET_MARK)
+    trunk = trunk_create(
+        org=tenant_b.org,
+        name="Bravo carrier",
+        allowed_addresses=["198.51.100.7"],
+        username="bravo-trunk",
+        password=B_TRUNK_PASSWORD,
+    )
+    number = phone_number_create(
+        org=tenant_b.org, number="+15550109999", persona=persona, trunk=trunk
+    )
     return OrgB(
         persona,
         key,
@@ -183,6 +197,8 @@ def org_b(tenant_b: Tenant, django_capture_on_commit_callbacks) -> OrgB:  # type
         tool,
         tool_secret,
         document,
+        trunk,
+        number,
     )
 
 
@@ -222,6 +238,8 @@ TARGETS: dict[str, Callable[[OrgB], object]] = {
     "persona_tool_edit": lambda b: (b.persona.pk, b.tool.pk),
     "persona_tool_test": lambda b: (b.persona.pk, b.tool.pk),
     "persona_tool_delete": lambda b: (b.persona.pk, b.tool.pk),
+    "trunk_delete": lambda b: b.trunk.pk,
+    "number_delete": lambda b: b.number.pk,
 }
 NOT_TENANT_OWNED = {
     "voice_preview": "voices are the server's shared catalogue",
@@ -265,6 +283,12 @@ def _leaks(content: bytes, b: OrgB) -> list[str]:
         b.tool_secret,
         b.tool.headers_encrypted,
         "bravo_lookup",
+        "Bravo carrier",
+        "bravo-trunk",
+        "198.51.100.7",
+        "+15550109999",
+        B_TRUNK_PASSWORD,
+        b.trunk.password_encrypted,
     ]
     return [m for m in marks if m in text]
 
@@ -619,25 +643,10 @@ def test_api_refuses_other_orgs_documents(secret_key_a: str, tenant_a: Tenant, o
     assert org_b.snapshot() == before
 
 
-@pytest.fixture
-def phone_b(org_b: OrgB) -> tuple[SipTrunk, PhoneNumber]:
-    trunk = trunk_create(
-        org=org_b.persona.org,
-        name="Bravo carrier",
-        allowed_addresses=["198.51.100.7"],
-        username="bravo-trunk",
-        password=B_TRUNK_PASSWORD,
-    )
-    number = phone_number_create(
-        org=org_b.persona.org, number="+15550109999", persona=org_b.persona, trunk=trunk
-    )
-    return trunk, number
-
-
 def test_api_refuses_other_orgs_trunks_and_numbers(
-    secret_key_a: str, tenant_a: Tenant, org_b: OrgB, phone_b: tuple[SipTrunk, PhoneNumber]
+    secret_key_a: str, tenant_a: Tenant, org_b: OrgB
 ) -> None:
-    trunk, number = phone_b
+    trunk, number = org_b.trunk, org_b.number
     auth = {"Authorization": f"Bearer {secret_key_a}"}
     before = (list(SipTrunk.objects.values()), list(PhoneNumber.objects.values()))
     for url in (f"/api/v1/sip-trunks/{trunk.pk}/", f"/api/v1/phone-numbers/{number.pk}/"):

@@ -11,6 +11,7 @@ from django.core.validators import MaxValueValidator, MinValueValidator
 from django.http import HttpRequest
 
 from sessions.models import Call
+from telephony.selectors import trunk_list
 from voiceapp.knowledge.models import REFRESH_HOURS_CHOICES
 from voiceapp.personas.models import (
     RECORDING_RETENTION_DAYS,
@@ -20,6 +21,7 @@ from voiceapp.personas.models import (
     PersonaFact,
     Voice,
 )
+from voiceapp.personas.selectors import persona_list
 from voiceapp.tenants.models import LLMEndpoint, Organization, Role, User
 from voiceapp.tenants.onboarding import organization_onboard
 from voiceapp.tenants.origins import origins_normalize
@@ -459,3 +461,49 @@ class ToolTestForm(forms.Form):
         if not isinstance(value, dict):
             raise forms.ValidationError("Give the arguments as a JSON object.")
         return value
+
+
+class SipTrunkForm(forms.Form):
+    # Addresses, digest and names are checked by telephony.services.
+    name = forms.CharField(max_length=100, widget=forms.TextInput(attrs={"placeholder": "Carrier"}))
+    allowed_addresses = forms.CharField(
+        required=False,
+        label="Allowed addresses",
+        widget=forms.Textarea(attrs={"rows": 2, "placeholder": "203.0.113.7\n198.51.100.0/24"}),
+        help_text="Where the trunk sends calls from: addresses or CIDR networks, one a line.",
+    )
+    username = forms.CharField(
+        max_length=64,
+        required=False,
+        help_text="For digest authentication (a PBX registering no fixed address).",
+    )
+    password = forms.CharField(
+        max_length=128, required=False, widget=forms.PasswordInput(render_value=False)
+    )
+
+    def clean_allowed_addresses(self) -> list[str]:
+        return [a for a in self.cleaned_data["allowed_addresses"].split() if a]
+
+
+class PhoneNumberForm(forms.Form):
+    number = forms.CharField(
+        max_length=60,
+        widget=forms.TextInput(attrs={"placeholder": "+15550104477"}),
+        help_text="In international form, or a SIP user name such as “sales”.",
+    )
+    persona = forms.TypedChoiceField(coerce=int, label="Answered by")
+    trunk = forms.TypedChoiceField(
+        coerce=int,
+        required=False,
+        empty_value=None,
+        label="Delivered by",
+        help_text="Only this trunk may deliver its calls; “any” takes them from all.",
+    )
+    label = forms.CharField(max_length=100, required=False)
+
+    def __init__(self, *args: Any, org: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["persona"].choices = [(p.pk, p.name) for p in persona_list(org=org)]
+        self.fields["trunk"].choices = [("", "Any of our trunks")] + [
+            (t.pk, t.name) for t in trunk_list(org=org)
+        ]

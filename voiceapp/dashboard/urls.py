@@ -1,6 +1,13 @@
 from django.urls import path
 
-from voiceapp.dashboard import document_views, message_views, tool_views, views, webhook_views
+from voiceapp.dashboard import (
+    document_views,
+    message_views,
+    phone_views,
+    tool_views,
+    views,
+    webhook_views,
+)
 
 app_name = "dashboard"
 urlpatterns = [
@@ -54,6 +61,11 @@ urlpatterns = [
     path("llm/<int:pk>/", views.llm_endpoint_edit_view, name="llm_endpoint_edit"),
     path("llm/<int:pk>/delete/", views.llm_endpoint_delete_view, name="llm_endpoint_delete"),
     path("llm/<int:pk>/test/", views.llm_endpoint_test_view, name="llm_endpoint_test"),
+    path("phone/", phone_views.phone, name="phone"),
+    path("phone/trunks/new/", phone_views.trunk_create_view, name="trunk_create"),
+    path("phone/trunks/<int:pk>/delete/", phone_views.trunk_delete_view, name="trunk_delete"),
+    path("phone/numbers/new/", phone_views.number_create_view, name="number_create"),
+    path("phone/numbers/<int:pk>/delete/", phone_views.number_delete_view, name="number_delete"),
     path("webhooks/", webhook_views.webhooks, name="webhooks"),
     path("webhooks/new/", webhook_views.webhook_create_view, name="webhook_create"),
     path("webhooks/<int:pk>/delete/", webhook_views.webhook_delete_view, name="webhook_delete"),

@@ -1,0 +1,77 @@
+"""The dashboard's Phone page: an owner adds a trunk and a number, sees them, gets
+told what is wrong with a bad one, and deletes them."""
+
+from __future__ import annotations
+
+import pytest
+
+from telephony.models import PhoneNumber, SipTrunk
+from tests.support.tenants import Tenant
+
+pytestmark = pytest.mark.django_db
+
+
+def test_owner_sets_up_a_number(tenant_a: Tenant) -> None:
+    client = tenant_a.client
+    page = client.get("/dashboard/phone/")
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "No trunks yet." in text and "Add a trunk first" in text
+    assert "Add a number" not in text  # no trunk to deliver it yet
+
+    response = client.post(
+        "/dashboard/phone/trunks/new/",
+        {"name": "Carrier", "allowed_addresses": "203.0.113.7\n198.51.100.0/24"},
+    )
+    assert response.status_code == 302
+    trunk = SipTrunk.objects.get()
+    assert trunk.allowed_addresses == ["203.0.113.7", "198.51.100.0/24"]
+
+    persona = tenant_a.org.personas.get()
+    response = client.post(
+        "/dashboard/phone/numbers/new/",
+        {"number": "+1 555 010 4477", "persona": persona.pk, "trunk": trunk.pk, "label": "Main"},
+    )
+    assert response.status_code == 302
+    text = client.get("/dashboard/phone/").content.decode()
+    assert "+15550104477" in text and persona.name in text and "Carrier" in text
+    assert "198.51.100.0/24" in text
+
+
+def test_mistakes_are_shown_on_the_page(tenant_a: Tenant) -> None:
+    client = tenant_a.client
+    response = client.post(
+        "/dashboard/phone/trunks/new/", {"name": "Open", "allowed_addresses": "anywhere"}
+    )
+    assert response.status_code == 200
+    assert "is not an IP address or network" in response.content.decode()
+    response = client.post("/dashboard/phone/trunks/new/", {"name": "Nothing"})
+    assert "needs allowed addresses" in response.content.decode()
+    client.post(
+        "/dashboard/phone/trunks/new/", {"name": "Carrier", "allowed_addresses": "203.0.113.7"}
+    )
+    persona = tenant_a.org.personas.get()
+    response = client.post(
+        "/dashboard/phone/numbers/new/", {"number": "call me", "persona": persona.pk}
+    )
+    assert response.status_code == 200 and "international form" in response.content.decode()
+    assert not PhoneNumber.objects.exists()
+
+
+def test_delete(tenant_a: Tenant) -> None:
+    client = tenant_a.client
+    client.post(
+        "/dashboard/phone/trunks/new/", {"name": "Carrier", "allowed_addresses": "203.0.113.7"}
+    )
+    trunk = SipTrunk.objects.get()
+    persona = tenant_a.org.personas.get()
+    client.post(
+        "/dashboard/phone/numbers/new/",
+        {"number": "sales", "persona": persona.pk, "trunk": trunk.pk},
+    )
+    number = PhoneNumber.objects.get()
+    assert client.post(f"/dashboard/phone/trunks/{trunk.pk}/delete/").status_code == 302
+    number.refresh_from_db()
+    assert number.trunk is None  # the number stays, open to the org's other trunks
+    assert client.post(f"/dashboard/phone/numbers/{number.pk}/delete/").status_code == 302
+    assert not PhoneNumber.objects.exists() and not SipTrunk.objects.exists()

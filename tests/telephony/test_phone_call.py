@@ -17,12 +17,12 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.db import connections
 
+from bench.baresip import Baresip, call_wav
 from billing.models import UsageRecord
 from sessions.models import Call
 from telephony import services
 from telephony.sip.call import KEYPAD_PREFIX
 from telephony.sip.server import SipServer
-from tests.support.baresip import Baresip, call_wav
 from tests.support.clips import piper_clip, words
 from tests.support.processes import free_port
 from tests.support.tenants import Tenant

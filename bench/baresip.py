@@ -1,4 +1,4 @@
-"""baresip, a SIP user agent nobody here wrote, as a caller in tests and benchmarks.
+"""baresip, a SIP user agent nobody here wrote, as a caller in benchmarks and tests.
 
 It dials from a config directory of its own, plays a WAV into the call
 (`aufile`), records what it hears (`sndfile` writes `dump-...-dec.wav`) and

@@ -162,6 +162,7 @@ class CallSerializer(serializers.ModelSerializer):
             "transport",
             "source",
             "origin",
+            "caller_number",
             "key_name",
             "started_at",
             "ended_at",

@@ -60,10 +60,11 @@ class Baresip:
         self.port = port
         workdir.mkdir(parents=True, exist_ok=True)
 
-    def _configure(self, source: Path) -> None:
+    def _configure(self, source: Path, *, auto_answer: bool = False) -> None:
         text = CONFIG.format(port=self.port, workdir=self.workdir, source=source)
         (self.workdir / "config").write_text(text)
-        (self.workdir / "accounts").write_text(f"<sip:{self.caller}@127.0.0.1>;regint=0\n")
+        answer = ";answermode=auto" if auto_answer else ""
+        (self.workdir / "accounts").write_text(f"<sip:{self.caller}@127.0.0.1>;regint=0{answer}\n")
         for old in self.workdir.glob("dump-*.wav"):
             old.unlink()
 
@@ -132,9 +133,60 @@ class Baresip:
                     proc.kill()
                     await proc.wait()
         result.output = output
+        # the first call's (a transfer makes a second call, with a later dump)
         dumps = sorted(self.workdir.glob("dump-*-dec.wav"))
-        result.heard_path = dumps[-1] if dumps else None
+        result.heard_path = dumps[0] if dumps else None
         return result
+
+
+class Listener:
+    """A baresip that answers the calls it gets (at `uri`) and plays `source`;
+    `output` is what it printed so far."""
+
+    def __init__(self, phone: Baresip, source: Path) -> None:
+        self.phone = phone
+        self.source = source
+        self.output = ""
+        self._proc: asyncio.subprocess.Process | None = None
+        self._reader: asyncio.Task[None] | None = None
+
+    @property
+    def uri(self) -> str:
+        return f"sip:{self.phone.caller}@127.0.0.1:{self.phone.port}"
+
+    async def __aenter__(self) -> Listener:
+        self.phone._configure(self.source, auto_answer=True)
+        self._proc = await asyncio.create_subprocess_exec(
+            "baresip",
+            "-f",
+            str(self.phone.workdir),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        self._reader = asyncio.ensure_future(self._read())
+        for _ in range(100):  # until it listens
+            if "baresip is ready" in self.output:
+                break
+            await asyncio.sleep(0.05)
+        return self
+
+    async def _read(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        while chunk := await self._proc.stdout.read(4096):
+            self.output += chunk.decode(errors="replace").replace("\r", "\n")
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._proc is not None and self._proc.returncode is None:
+            self._proc.terminate()
+            try:
+                await asyncio.wait_for(self._proc.wait(), 5)
+            except TimeoutError:
+                self._proc.kill()
+                await self._proc.wait()
+        if self._reader is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._reader, 2)
 
 
 def call_wav(path: Path, parts: list[np.ndarray], rate: int) -> Path:

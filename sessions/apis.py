@@ -163,6 +163,7 @@ class CallSerializer(serializers.ModelSerializer):
             "source",
             "origin",
             "caller_number",
+            "transferred_to",
             "key_name",
             "started_at",
             "ended_at",

@@ -62,6 +62,7 @@ class Call(models.Model):
         REVOKED = "revoked", "Key revoked"
         QUOTA_EXHAUSTED = "quota_exhausted", "Included minutes used up"
         AGENT_HANGUP = "agent_hangup", "Agent ended the call"
+        TRANSFERRED = "transferred", "Transferred to a person"
 
     class Source(models.TextChoices):
         """Who placed the call, from the credential that started it."""
@@ -83,6 +84,8 @@ class Call(models.Model):
     source = models.CharField(max_length=10, choices=Source.choices, blank=True)
     origin = models.CharField(max_length=200, blank=True)
     caller_number = models.CharField(max_length=64, blank=True)  # phone calls: the From user
+    # phone calls: where a transfer (SIP REFER) sent the caller, once it went through
+    transferred_to = models.CharField(max_length=200, blank=True)
     key_name = models.CharField(max_length=100, blank=True)
     started_at = models.DateTimeField(default=timezone.now)
     last_seen_at = models.DateTimeField(default=timezone.now)

@@ -223,6 +223,11 @@ def caller_message_data(taken: CallerMessage) -> dict[str, Any]:
     }
 
 
+def call_transferred(*, call_id: str, target: str) -> None:
+    """A phone call's transfer went through: the record shows where the caller went."""
+    Call.objects.filter(pk=call_id).update(transferred_to=target[:200])
+
+
 @transaction.atomic
 def call_transfer_request(*, call_id: str, reason: str, text: str, url: str) -> dict[str, Any]:
     """A caller asked for a person and was handed over: emit `call.transfer_requested`

@@ -47,6 +47,7 @@ class NumberRoute:
     persona_id: int
     persona_slug: str
     trunks: list[TrunkCredentials]
+    transfer_to: str = ""  # the persona's phone transfer target
 
 
 def number_route(user: str) -> NumberRoute | None:
@@ -79,4 +80,5 @@ def number_route(user: str) -> NumberRoute | None:
             for t in trunks
             if t.enabled
         ],
+        transfer_to=phone.persona.transfer_to,
     )

@@ -3,8 +3,15 @@
 
 The call ends when the caller hangs up (BYE: "hangup"), the session ends it
 (the agent's goodbye, the idle timeout, the maximum duration, an error: we
-let the last words play, then send BYE), the ACK never comes ("lost"), or
-the server shuts down."""
+let the last words play, then send BYE), the ACK never comes ("lost"), a
+transfer goes through ("transferred"), or the server shuts down.
+
+A transfer: the persona's `transfer_call` action speaks the handoff text; once
+it has played, we send the caller's side a REFER (RFC 3515) to the persona's
+`transfer_to` (a SIP URI, or a number sent to the trunk the call came from)
+and follow its NOTIFYs. A final 2xx ends our leg with BYE and records where the
+caller went; a failure or no answer within `TRANSFER_WAIT_S` leaves the call
+with the agent."""
 
 from __future__ import annotations
 
@@ -16,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from aiosipua import CallSession, IncomingCall
+from aiosipua.uac import SipUAC
 
 from sessions.realtime import new_id
 from telephony.sip.media import RATE, DigitCollector, PhoneAudioOut, PhoneTransport
@@ -24,6 +32,16 @@ log = logging.getLogger(__name__)
 
 CLIENT_GONE = frozenset({"hangup", "lost"})  # nobody is listening any more
 KEYPAD_PREFIX = "(keypad)"
+TRANSFER_WAIT_S = 30.0
+HANDOFF_PLAY_WAIT_S = 15.0
+
+
+def refer_target(transfer_to: str, invite: IncomingCall) -> str:
+    """The Refer-To URI: a SIP URI as given; a number at the host the call came from
+    (the trunk or PBX routes it)."""
+    if transfer_to.startswith(("sip:", "sips:")):
+        return transfer_to
+    return f"sip:{transfer_to}@{invite.source_addr[0]}:{invite.source_addr[1]}"
 
 
 class Session(Protocol):
@@ -59,11 +77,21 @@ class PhoneCall:
         invite: IncomingCall,
         rtp: CallSession,
         on_closed: Callable[[PhoneCall], None],
+        uac: SipUAC | None = None,
+        transfer_to: str = "",
+        on_transferred: Callable[[PhoneCall, str], Awaitable[None]] | None = None,
     ) -> None:
         self.invite = invite
         self.rtp = rtp
         self.output = PhoneAudioOut(rtp)
-        self.transport = PhoneTransport(self.output, self._on_transport_close)
+        self.transport = PhoneTransport(
+            self.output, self._on_transport_close, on_handoff=self._on_handoff
+        )
+        self.uac = uac
+        self.transfer_to = transfer_to
+        self.transferred_to: str | None = None
+        self._on_transferred = on_transferred
+        self._transfer_result: asyncio.Future[tuple[int, str]] | None = None
         self.digits = DigitCollector(self._keypad)
         self.keypad: list[str] = []
         self.session: Session | None = None
@@ -108,6 +136,56 @@ class PhoneCall:
         log.info("phone call %s: keypad %s", self.sip_call_id, entry)
         for raw in keypad_events(entry):
             await session.handle_text(raw)
+
+    def _on_handoff(self, handoff: dict[str, Any]) -> None:
+        if self.transfer_to and self.uac is not None and self._transfer_result is None:
+            self._transfer_result = asyncio.get_running_loop().create_future()
+            self._spawn(self._transfer())
+
+    def transfer_progress(self, status: int, reason: str) -> None:
+        """A NOTIFY about our REFER (a sipfrag status line from the caller's side)."""
+        log.info("phone call %s: transfer %d %s", self.sip_call_id, status, reason)
+        result = self._transfer_result
+        if result is not None and not result.done() and status >= 200:
+            result.set_result((status, reason))
+
+    async def _transfer(self) -> None:
+        assert self.uac is not None and self._transfer_result is not None
+        await asyncio.sleep(0.3)  # the handoff text's audio is queued by now
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(HANDOFF_PLAY_WAIT_S):
+                await self.output.drained()
+        if self._ended.is_set():
+            return
+        target = refer_target(self.transfer_to, self.invite)
+        try:
+            self.uac.send_refer(self.invite.dialog, target, self.invite.source_addr)
+        except Exception:
+            log.exception("phone call %s: the REFER could not be sent", self.sip_call_id)
+            return
+        log.info("phone call %s: REFER to %s", self.sip_call_id, target)
+        try:
+            async with asyncio.timeout(TRANSFER_WAIT_S):
+                status, reason = await self._transfer_result
+        except TimeoutError:
+            log.warning(
+                "phone call %s: no answer to the transfer; the agent keeps the call",
+                self.sip_call_id,
+            )
+            return
+        if 200 <= status < 300:
+            self.transferred_to = target
+            if self._on_transferred is not None:
+                with contextlib.suppress(Exception):
+                    await self._on_transferred(self, target)
+            self.finish("transferred")
+        else:
+            log.warning(
+                "phone call %s: transfer failed (%d %s); the agent keeps the call",
+                self.sip_call_id,
+                status,
+                reason,
+            )
 
     async def _on_transport_close(self, reason: str) -> None:
         self.finish(reason or "hangup")

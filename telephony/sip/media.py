@@ -135,9 +135,15 @@ class PhoneTransport:
     name = "sip"
     audio_as_events = False
 
-    def __init__(self, output: PhoneAudioOut, on_close: Callable[[str], Awaitable[None]]):
+    def __init__(
+        self,
+        output: PhoneAudioOut,
+        on_close: Callable[[str], Awaitable[None]],
+        on_handoff: Callable[[dict[str, Any]], None] | None = None,
+    ):
         self.output = output
         self._on_close = on_close
+        self._on_handoff = on_handoff
         self.close_reason: str | None = None
         self.events: dict[str, int] = {}
         self.last_latency: dict[str, Any] | None = None
@@ -148,9 +154,11 @@ class PhoneTransport:
         if kind == "error":
             log.info("phone call: %s", event.get("error"))
         elif kind == "response.done":
-            latency = event.get("response", {}).get("latency")
-            if latency:
-                self.last_latency = latency
+            response = event.get("response", {})
+            if response.get("latency"):
+                self.last_latency = response["latency"]
+            if response.get("handoff") and self._on_handoff is not None:
+                self._on_handoff(response["handoff"])
 
     async def send_audio(self, pcm: bytes, sample_rate: int) -> None:
         self.output.write(pcm, sample_rate)

@@ -30,11 +30,13 @@ from aiortp.port_allocator import PortAllocator
 from aiosipua import CallSession, IncomingCall, SdpNegotiationError, SipRequest, SipUAS
 from aiosipua.headers import parse_address, parse_uri
 from aiosipua.transport import TcpSipTransport, UdpSipTransport, _UdpProtocol
+from aiosipua.uac import SipUAC
 from channels.db import database_sync_to_async
 from django.conf import settings
 
+from sessions import services
 from sessions.auth import AuthError, CallGrant
-from sessions.runner import start_realtime_session
+from sessions.runner import call_id_from_session, start_realtime_session
 from telephony.selectors import NumberRoute, TrunkCredentials, number_route
 from telephony.services import trunk_password_of
 from telephony.sip.auth import InviteLimiter, TrunkAuthenticator
@@ -139,6 +141,8 @@ class SipServer:
                 udp.local_addr = (self.host, self.port)
                 for uas in self._uas:
                     uas.advertised_addr = (self.advertised_host, self.port)
+                    if uas.uac is not None:
+                        uas.uac.advertised_addr = uas.advertised_addr
             if not self._use_tcp:
                 break
             try:
@@ -158,10 +162,17 @@ class SipServer:
         )
 
     async def _listen(self, transport: Any) -> None:
+        # The UAC on the same transport sends our in-dialog requests (REFER) and
+        # reads their responses.
+        uac = SipUAC(transport, advertised_addr=(self.advertised_host, self.port))
         uas = SipUAS(
-            transport, user_agent=USER_AGENT, advertised_addr=(self.advertised_host, self.port)
+            transport,
+            user_agent=USER_AGENT,
+            uac=uac,
+            advertised_addr=(self.advertised_host, self.port),
         )
         uas.on_invite = self._on_invite
+        uas.on_transfer_progress = self._on_transfer_progress
         uas.on_bye = self._on_bye
         uas.on_cancel = self._on_cancel
         uas.on_ack_timeout = self._on_ack_timeout
@@ -212,6 +223,17 @@ class SipServer:
         task = self._checking.get(request.call_id or "")
         if task is not None:
             task.cancel()
+
+    def _on_transfer_progress(self, call_id: str, status: int, reason: str) -> None:
+        call = self.calls.get(call_id)
+        if call is not None:
+            call.transfer_progress(status, reason)
+
+    def _uac_for(self, invite: IncomingCall) -> SipUAC | None:
+        for uas in self._uas:
+            if uas.transport is invite.transport:
+                return uas.uac
+        return None
 
     def _on_ack_timeout(self, invite: IncomingCall) -> None:
         call = self.calls.get(invite.call_id)
@@ -308,7 +330,14 @@ class SipServer:
                 invite, 488, "Not Acceptable Here", {"Warning": '305 - "PCMU or PCMA needed"'}
             )
             return
-        call = PhoneCall(invite=invite, rtp=rtp, on_closed=self._closed)
+        call = PhoneCall(
+            invite=invite,
+            rtp=rtp,
+            on_closed=self._closed,
+            uac=self._uac_for(invite),
+            transfer_to=route.transfer_to,
+            on_transferred=_record_transfer,
+        )
         try:
             await rtp.start()
             grant = CallGrant(
@@ -372,6 +401,12 @@ class SipServer:
             task = asyncio.ensure_future(self.ports.release(port))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+
+
+async def _record_transfer(call: PhoneCall, target: str) -> None:
+    call_id = call_id_from_session(call.session.id) if call.session is not None else None
+    if call_id is not None:
+        await db(services.call_transferred)(call_id=call_id, target=target)
 
 
 def request_header(request: SipRequest, name: str) -> str | None:

@@ -61,6 +61,7 @@ def test_a_call_in_the_list(api: Api, tenant_a: Tenant) -> None:
         "source": "",
         "origin": "",
         "caller_number": "",
+        "transferred_to": "",
         "key_name": "",
         "started_at": "2026-03-10T00:00:00Z",
         "ended_at": "2026-03-10T00:00:42.500000Z",

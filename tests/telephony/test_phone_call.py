@@ -17,7 +17,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.db import connections
 
-from bench.baresip import Baresip, call_wav
+from bench.baresip import Baresip, Listener, call_wav
 from billing.models import UsageRecord
 from sessions.models import Call
 from telephony import services
@@ -133,6 +133,56 @@ async def test_a_caller_asks_hears_the_answer_presses_a_key_and_hangs_up(
     assert ended["data"]["call_id"] == str(call.pk)
     assert sip_server.calls == {}
     assert sip_server.ports._allocated == set()
+
+
+HANDOFF = "I will put you through to the front desk now."
+
+
+async def test_a_caller_who_asks_for_a_person_is_transferred_by_refer(
+    tenant_a: Tenant, sip_server: SipServer, models: Any, tmp_path: Path
+) -> None:
+    """The persona's transfer_call action says the handoff text, then REFERs the caller
+    to the front desk: a third user agent gets the call, ours ends, and the record
+    shows where the caller went."""
+    ask = piper_clip("Can I talk to a real person, please?")
+    rate = ask.rate
+    wav = call_wav(
+        tmp_path / "ask.wav",
+        [np.zeros(rate, np.float32), ask.samples, np.zeros(20 * rate, np.float32)],
+        rate,
+    )
+    quiet = call_wav(tmp_path / "desk.wav", [np.zeros(30 * rate, np.float32)], rate)
+    desk_phone = Baresip(tmp_path / "desk", caller="frontdesk", port=free_port())
+    async with Listener(desk_phone, quiet) as desk:
+        await sync_to_async(_hands_over_to)(tenant_a, desk.uri)
+        caller = Baresip(tmp_path / "caller", caller=CALLER, port=free_port())
+        result = await caller.call(f"sip:{NUMBER}@127.0.0.1:{sip_server.port}", wav, timeout_s=60)
+        assert result.established, result.output[-3000:]
+        call = await _ended_call(tenant_a)
+        for _ in range(50):
+            if "Call established" in desk.output:
+                break
+            await asyncio.sleep(0.1)
+        assert "Call established" in desk.output, desk.output[-2000:]
+        assert CALLER in desk.output  # the caller's own user agent rang the desk
+    assert call.end_reason == "transferred" and call.transferred_to == desk.uri
+    items = [(i.role, i.text) async for i in call.items.order_by("at_s")]
+    assert ("assistant", HANDOFF) in items, items
+    assert any(role == "tool" and text.startswith("transfer_call") for role, text in items)
+    # the caller heard the handoff text before the transfer
+    audio, heard_rate = result.heard()
+    heard = await models.transcribe(resample(audio, heard_rate, 16000), "en")
+    assert {"front", "desk"} <= words(heard.text), heard.text
+
+
+def _hands_over_to(tenant: Tenant, uri: str) -> None:
+    persona = tenant.org.personas.get()
+    persona.actions = ["take_message", "transfer_call"]
+    persona.handoff_text = HANDOFF
+    persona.transfer_to = uri
+    persona.agent_speaks_first = False
+    persona.temperature = 0.0
+    persona.save()
 
 
 async def _ended_call(tenant: Tenant) -> Call:

@@ -148,6 +148,7 @@ class PersonaForm(forms.ModelForm):
             "actions",
             "handoff_text",
             "handoff_url",
+            "transfer_to",
             "analysis_fields",
             "success_criterion",
         ]

@@ -114,6 +114,7 @@ class PersonaSerializer(serializers.ModelSerializer):
             "actions",
             "handoff_text",
             "handoff_url",
+            "transfer_to",
             "analysis_fields",
             "success_criterion",
             "created_at",

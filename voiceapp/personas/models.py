@@ -89,6 +89,14 @@ class Action(models.TextChoices):
     TRANSFER_CALL = "transfer_call", "Hand the caller to a person (says the handoff text)"
 
 
+_SIP_URI = re.compile(r"^sips?:[A-Za-z0-9._~+%!*'()-]+@[A-Za-z0-9.-]+(:[0-9]{1,5})?$")
+_E164 = re.compile(r"^\+[0-9]{6,15}$")
+
+
+def _transfer_target_ok(target: str) -> bool:
+    return bool(_SIP_URI.match(target) or _E164.match(target))
+
+
 class Persona(models.Model):
     """An agent a business configures: what it says, how it sounds, how it takes turns."""
 
@@ -244,6 +252,14 @@ class Persona(models.Model):
         help_text="A page the call widget links to with the handoff text (a contact form, "
         "a booking page). https only. Optional.",
     )
+    transfer_to = models.CharField(
+        "phone transfer to",
+        max_length=200,
+        blank=True,
+        help_text="On a phone call, where a caller who asks for a person is transferred "
+        "(a SIP REFER) after the handoff text: a number (+15550100) or a SIP URI "
+        "(sip:front-desk@pbx.example.com). Empty: the agent only says the handoff text.",
+    )
 
     class Meta:
         ordering = ["name"]
@@ -277,6 +293,14 @@ class Persona(models.Model):
             )
         if self.handoff_url and not self.handoff_url.startswith("https://"):
             raise ValidationError({"handoff_url": "Give an https:// link."})
+        self.transfer_to = self.transfer_to.strip()
+        if self.transfer_to and not _transfer_target_ok(self.transfer_to):
+            raise ValidationError(
+                {
+                    "transfer_to": "Give a number in international form (+15550100) or a "
+                    "SIP URI (sip:user@host)."
+                }
+            )
         if self.voice_id and not Voice.objects.filter(pk=self.voice_id, is_available=True).exists():
             raise ValidationError({"voice": "This voice is not installed on this server."})
 

@@ -63,6 +63,7 @@ PERSONA_FIELDS = (
     "actions",
     "handoff_text",
     "handoff_url",
+    "transfer_to",
     "analysis_fields",
     "success_criterion",
 )

@@ -29,6 +29,7 @@ from sessions.selectors import (
     call_list,
     usage_summary,
 )
+from telephony.apis import OutboundCallCreateSerializer, OutboundCallSerializer, outbound_call_place
 from voiceapp.engine.tracing import SPAN_NAMES
 from voiceapp.personas.models import Persona
 from voiceapp.tenants.models import Organization
@@ -275,7 +276,12 @@ def _persona_of(org: Organization, slug: str) -> Persona:
         responses=CallDetailSerializer,
     ),
 )
-class CallViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):
+class CallViewSet(
+    mixins.CreateModelMixin,
+    mixins.ListModelMixin,
+    mixins.RetrieveModelMixin,
+    viewsets.GenericViewSet,
+):
     """The organization's calls: who called which persona, when, for how long, how it
     ended; one call's transcript (what was said, and heard of interrupted replies)."""
 
@@ -301,6 +307,11 @@ class CallViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gen
 
     def get_object(self) -> Call:
         return call_get_with_transcript(org=self.request.user.org, pk=self.kwargs["pk"])
+
+    @extend_schema(request=OutboundCallCreateSerializer, responses={202: OutboundCallSerializer})
+    def create(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+        """Place an outbound phone call (docs/TELEPHONY.md)."""
+        return outbound_call_place(request)
 
 
 class UsageView(APIView):

@@ -58,6 +58,7 @@ class CallGrant:
     user_id: int | None = None
     trunk_id: int | None = None  # a phone call: the SIP trunk that delivered it
     caller_number: str = ""  # a phone call: who called (the From user)
+    greeting: str | None = None  # said instead of the persona's greeting (a voicemail message)
 
     @property
     def principal(self) -> str:

@@ -63,6 +63,7 @@ class Call(models.Model):
         QUOTA_EXHAUSTED = "quota_exhausted", "Included minutes used up"
         AGENT_HANGUP = "agent_hangup", "Agent ended the call"
         TRANSFERRED = "transferred", "Transferred to a person"
+        VOICEMAIL = "voicemail", "Left a voicemail message"
 
     class Source(models.TextChoices):
         """Who placed the call, from the credential that started it."""

@@ -425,6 +425,8 @@ async def _open_session(
     config = replace(
         config, actions=actions.specs(), llm=replace(config.llm, tools=actions.specs())
     )
+    if grant.greeting is not None:  # an outbound call that reached voicemail: its message
+        config = replace(config, greeting=grant.greeting)
     await asyncio.to_thread(shared_encoder)  # loaded off the event loop, once a process
     call = VoiceCall(config, inference, await asyncio.to_thread(vad_model))
     for message in history:

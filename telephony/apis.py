@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from rest_framework import serializers
+from rest_framework import mixins, serializers, status, viewsets
+from rest_framework.request import Request
+from rest_framework.response import Response
 
-from telephony.models import PhoneNumber, SipTrunk
-from telephony.selectors import phone_number_list, trunk_get, trunk_list
+from telephony.models import OutboundCall, PhoneNumber, SipTrunk
+from telephony.selectors import outbound_call_list, phone_number_list, trunk_get, trunk_list
 from telephony.services import (
+    OutboundRefused,
+    outbound_call_create,
     phone_number_create,
     phone_number_delete,
     phone_number_update,
@@ -18,7 +22,7 @@ from telephony.services import (
     trunk_update,
 )
 from voiceapp.api.viewsets import OrgModelViewSet
-from voiceapp.personas.selectors import persona_get
+from voiceapp.personas.selectors import persona_get, persona_get_by_slug
 
 
 class SipTrunkSerializer(serializers.ModelSerializer):
@@ -41,6 +45,11 @@ class SipTrunkSerializer(serializers.ModelSerializer):
             "password",
             "uses_digest",
             "enabled",
+            "outbound_address",
+            "caller_id",
+            "quiet_hours_start",
+            "quiet_hours_end",
+            "time_zone",
             "created_at",
         ]
         read_only_fields = ["id", "uses_digest", "created_at"]
@@ -124,3 +133,70 @@ class PhoneNumberViewSet(OrgModelViewSet):
 
     def perform_destroy(self, instance: PhoneNumber) -> None:
         phone_number_delete(instance)
+
+
+class OutboundCallSerializer(serializers.ModelSerializer):
+    persona = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    trunk = serializers.PrimaryKeyRelatedField(read_only=True)
+    call = serializers.PrimaryKeyRelatedField(read_only=True)
+
+    class Meta:
+        model = OutboundCall
+        fields = [
+            "id",
+            "to",
+            "persona",
+            "trunk",
+            "variables",
+            "status",
+            "detail",
+            "call",
+            "created_at",
+            "updated_at",
+        ]
+        read_only_fields = fields
+
+
+class OutboundCallCreateSerializer(serializers.Serializer):
+    to = serializers.CharField(max_length=40, help_text="The number to call, e.g. +15550104477.")
+    persona = serializers.CharField(max_length=80, help_text="The persona's slug (or id).")
+    variables = serializers.DictField(required=False, help_text="Kept with the call.")
+    trunk = serializers.IntegerField(
+        required=False,
+        help_text="The trunk to call through; by default the first with an outbound address.",
+    )
+
+
+def outbound_call_place(request: Request) -> Response:
+    """`POST /api/v1/calls/`: queue an outbound phone call (202); its progress is at
+    `/api/v1/outbound-calls/<id>/` and in `call.progress` webhooks."""
+    org = request.user.org
+    given = OutboundCallCreateSerializer(data=request.data)
+    given.is_valid(raise_exception=True)
+    data = given.validated_data
+    ref = str(data["persona"])
+    persona = (
+        persona_get(org=org, pk=int(ref))
+        if ref.isdigit()
+        else persona_get_by_slug(org=org, slug=ref)
+    )
+    trunk = trunk_get(org=org, pk=data["trunk"]) if "trunk" in data else None
+    try:
+        outbound = outbound_call_create(
+            org=org, persona=persona, to=data["to"], variables=data.get("variables"), trunk=trunk
+        )
+    except OutboundRefused as exc:
+        return Response({"error": {"code": exc.code, "message": exc.message}}, status=exc.status)
+    return Response(OutboundCallSerializer(outbound).data, status=status.HTTP_202_ACCEPTED)
+
+
+class OutboundCallViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet
+):
+    """The organization's outbound calls and their progress."""
+
+    serializer_class = OutboundCallSerializer
+    queryset = OutboundCall.objects.none()
+
+    def get_queryset(self) -> Any:
+        return outbound_call_list(org=self.request.user.org)

@@ -33,6 +33,14 @@ class SipTrunk(models.Model):
     username = models.CharField(max_length=64, blank=True)
     password_encrypted = models.TextField(blank=True, editable=False)
     enabled = models.BooleanField(default=True)
+    # Outbound calls go to this host:port (the carrier's or the PBX's SIP address), from
+    # `caller_id`, answering its digest challenge with the username and password above.
+    outbound_address = models.CharField(max_length=200, blank=True)
+    caller_id = models.CharField(max_length=40, blank=True)
+    # No outbound call is placed between these times of day, in `time_zone` (both empty: any time).
+    quiet_hours_start = models.TimeField(null=True, blank=True)
+    quiet_hours_end = models.TimeField(null=True, blank=True)
+    time_zone = models.CharField(max_length=64, default="UTC")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -76,3 +84,42 @@ class PhoneNumber(models.Model):
 
     def __str__(self) -> str:
         return self.number
+
+
+class OutboundCall(models.Model):
+    """A call we place: `POST /api/v1/calls/`, then the SIP server dials it through the
+    trunk and records its progress here. Once answered, `call` is its call record."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        DIALING = "dialing", "Dialing"
+        RINGING = "ringing", "Ringing"
+        ANSWERED = "answered", "Answered by a person"
+        VOICEMAIL = "voicemail", "Answered by voicemail"
+        SCREENING = "screening", "Answered by a call-screening assistant"
+        BUSY = "busy", "Busy"
+        NO_ANSWER = "no_answer", "No answer"
+        FAILED = "failed", "Failed"
+        COMPLETED = "completed", "Completed"
+
+    FINAL = frozenset({"busy", "no_answer", "failed", "completed"})
+
+    org = models.ForeignKey(Organization, on_delete=models.CASCADE, related_name="outbound_calls")
+    persona = models.ForeignKey(Persona, on_delete=models.CASCADE, related_name="outbound_calls")
+    trunk = models.ForeignKey(SipTrunk, on_delete=models.CASCADE, related_name="outbound_calls")
+    to = models.CharField(max_length=40)
+    variables = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED)
+    detail = models.CharField(max_length=200, blank=True)  # a SIP status, a reason
+    call = models.ForeignKey(
+        "calls.Call", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["status", "created_at"])]
+
+    def __str__(self) -> str:
+        return f"call to {self.to} ({self.status})"

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from django.db.models import QuerySet
 from django.shortcuts import get_object_or_404
 
-from telephony.models import PhoneNumber, SipTrunk
+from telephony.models import OutboundCall, PhoneNumber, SipTrunk
 from telephony.numbers import number_candidates
 from voiceapp.tenants.models import Organization
 
@@ -27,6 +27,10 @@ def phone_number_list(*, org: Organization) -> QuerySet[PhoneNumber]:
 
 def phone_number_get(*, org: Organization, pk: int) -> PhoneNumber:
     return get_object_or_404(phone_number_list(org=org), pk=pk)
+
+
+def outbound_call_list(*, org: Organization) -> QuerySet[OutboundCall]:
+    return OutboundCall.objects.filter(org=org).select_related("persona")
 
 
 @dataclass(frozen=True)

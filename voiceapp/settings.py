@@ -445,3 +445,7 @@ SIP_REALM = env.str("SIP_REALM", default="voiceapp")
 # INVITEs taken from one address: a burst, then this many a minute (more get 503).
 SIP_INVITES_PER_MINUTE = env.float("SIP_INVITES_PER_MINUTE", default=60.0)
 SIP_INVITE_BURST = env.int("SIP_INVITE_BURST", default=10)
+# Outbound phone calls an organization may place a minute (POST /api/v1/calls/).
+OUTBOUND_CALLS_PER_MINUTE = env.int("OUTBOUND_CALLS_PER_MINUTE", default=10)
+# How long an outbound call may ring before it counts as not answered.
+OUTBOUND_RING_TIMEOUT_S = env.float("OUTBOUND_RING_TIMEOUT_S", default=30.0)

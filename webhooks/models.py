@@ -21,6 +21,10 @@ class EventType(models.TextChoices):
         "call.analyzed",
         "A call's summary, fields and success verdict were written",
     )
+    CALL_PROGRESS = (
+        "call.progress",
+        "An outbound phone call rang, was answered (by whom), was busy, not answered or failed",
+    )
 
 
 class WebhookEndpoint(models.Model):

@@ -80,10 +80,15 @@ class PhoneCall:
         uac: SipUAC | None = None,
         transfer_to: str = "",
         on_transferred: Callable[[PhoneCall, str], Awaitable[None]] | None = None,
+        hang_up_after_greeting: bool = False,
+        sending: asyncio.Task[None] | None = None,
+        output: PhoneAudioOut | None = None,
     ) -> None:
         self.invite = invite
         self.rtp = rtp
-        self.output = PhoneAudioOut(rtp)
+        # an outbound call's stream is already going (silence while it listened)
+        self.output = output or PhoneAudioOut(rtp)
+        self._sending = sending
         self.transport = PhoneTransport(
             self.output, self._on_transport_close, on_handoff=self._on_handoff
         )
@@ -92,6 +97,7 @@ class PhoneCall:
         self.transferred_to: str | None = None
         self._on_transferred = on_transferred
         self._transfer_result: asyncio.Future[tuple[int, str]] | None = None
+        self._hang_up_after_greeting = hang_up_after_greeting
         self.digits = DigitCollector(self._keypad)
         self.keypad: list[str] = []
         self.session: Session | None = None
@@ -110,8 +116,22 @@ class PhoneCall:
     def begin(self, session: Session) -> None:
         """The session started and the call was answered: run it."""
         self.session = session
-        self._spawn(self.output.run())
+        if self._sending is not None:
+            self._tasks.add(self._sending)
+        else:
+            self._spawn(self.output.run())
         self._spawn(self._lifetime())
+        if self._hang_up_after_greeting:
+            self._spawn(self._leave_message())
+
+    async def _leave_message(self) -> None:
+        """A voicemail: once the message (the call's greeting) has played, hang up."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(60.0):
+                await self.transport.replied.wait()
+                await asyncio.sleep(0.3)
+                await self.output.drained()
+        self.finish("voicemail")
 
     # --- media and signalling events ---
 

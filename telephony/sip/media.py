@@ -147,6 +147,7 @@ class PhoneTransport:
         self.close_reason: str | None = None
         self.events: dict[str, int] = {}
         self.last_latency: dict[str, Any] | None = None
+        self.replied = asyncio.Event()  # a response.done was sent
 
     async def send_event(self, event: dict[str, Any]) -> None:
         kind = str(event.get("type", ""))
@@ -154,6 +155,7 @@ class PhoneTransport:
         if kind == "error":
             log.info("phone call: %s", event.get("error"))
         elif kind == "response.done":
+            self.replied.set()
             response = event.get("response", {})
             if response.get("latency"):
                 self.last_latency = response["latency"]

@@ -41,6 +41,7 @@ from telephony.selectors import NumberRoute, TrunkCredentials, number_route
 from telephony.services import trunk_password_of
 from telephony.sip.auth import InviteLimiter, TrunkAuthenticator
 from telephony.sip.call import PhoneCall
+from telephony.sip.outbound import Dialer
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +129,8 @@ class SipServer:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._uas: list[SipUAS] = []
         self._use_tcp = tcp
+        self.dialer: Dialer | None = None
+        self._dialing: asyncio.Task[None] | None = None
 
     # --- start and stop ---
 
@@ -184,7 +187,25 @@ class SipServer:
         udp = getattr(transport, "_udp_transport", None)
         return int(udp.get_extra_info("sockname")[1]) if udp is not None else 0
 
+    @property
+    def udp_uac(self) -> SipUAC | None:
+        for uas in self._uas:
+            if not getattr(uas.transport, "reliable", False):
+                return uas.uac
+        return None
+
+    def start_dialing(self) -> None:
+        """Dial the queued outbound calls (`POST /api/v1/calls/`) from now on."""
+        if self._dialing is None:
+            self.dialer = Dialer(self)
+            self._dialing = asyncio.ensure_future(self.dialer.run())
+
     async def stop(self) -> None:
+        if self._dialing is not None:
+            self._dialing.cancel()
+            assert self.dialer is not None
+            await self.dialer.stop()
+            self._dialing = None
         for task in list(self._checking.values()):
             task.cancel()
         await asyncio.gather(
@@ -396,6 +417,9 @@ class SipServer:
     def _closed(self, call: PhoneCall) -> None:
         self.calls.pop(call.sip_call_id, None)
         self._forget(call.invite)
+        for uas in self._uas:  # an outbound call's dialog
+            if uas.uac is not None:
+                uas.uac._calls.pop(call.sip_call_id, None)
         port = getattr(call, "rtp_port", None)
         if port is not None:
             task = asyncio.ensure_future(self.ports.release(port))

@@ -3,7 +3,7 @@ from drf_spectacular.views import SpectacularAPIView
 from rest_framework.routers import SimpleRouter
 
 from sessions.apis import CallViewSet, UsageView
-from telephony.apis import PhoneNumberViewSet, SipTrunkViewSet
+from telephony.apis import OutboundCallViewSet, PhoneNumberViewSet, SipTrunkViewSet
 from voiceapp.api.exceptions import api_not_found
 from voiceapp.knowledge.apis import DocumentViewSet
 from voiceapp.personas.apis import PersonaFactViewSet, PersonaViewSet, VoiceViewSet
@@ -19,6 +19,7 @@ router.register("webhooks", WebhookEndpointViewSet, basename="webhook")
 router.register("calls", CallViewSet, basename="call")
 router.register("sip-trunks", SipTrunkViewSet, basename="sip-trunk")
 router.register("phone-numbers", PhoneNumberViewSet, basename="phone-number")
+router.register("outbound-calls", OutboundCallViewSet, basename="outbound-call")
 
 fact_list = PersonaFactViewSet.as_view({"get": "list", "post": "create", "put": "replace"})
 fact_detail = PersonaFactViewSet.as_view(

@@ -149,6 +149,7 @@ class PersonaForm(forms.ModelForm):
             "handoff_text",
             "handoff_url",
             "transfer_to",
+            "voicemail_message",
             "analysis_fields",
             "success_criterion",
         ]

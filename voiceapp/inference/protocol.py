@@ -44,7 +44,8 @@ An asr "model" of "" means the default model.
 An ASR result's "transcript" is {"text", "no_speech_prob", "avg_logprob",
 "audio_seconds", "rejected": why the text was discarded, or None, "reads"?: the
 readings it took (2: the full window read it again), "queue_ms"?: how long it
-waited for the model}; a worker that sends no "reads" read it once.
+waited for the model, "discarded"?: the words a rejection threw away (answering-
+machine detection reads them)}; a worker that sends no "reads" read it once.
 
 An LLM reply's "usage" is {"input_tokens", "cached_tokens"}: the prompt tokens the
 model read, and how many of those came from its prefix cache. It rides on `done`,
@@ -158,6 +159,7 @@ class TranscriptPayload(TypedDict):
     rejected: str | None
     reads: NotRequired[int]
     queue_ms: NotRequired[float | None]
+    discarded: NotRequired[str]
 
 
 class UsagePayload(TypedDict):
@@ -569,6 +571,7 @@ def encode_transcript(transcript: Transcript) -> TranscriptPayload:
         "rejected": transcript.rejected,
         "reads": transcript.reads,
         "queue_ms": transcript.queue_ms,
+        "discarded": transcript.discarded,
     }
 
 
@@ -588,6 +591,8 @@ def _transcript(fields: _Fields) -> TranscriptPayload:
         payload["reads"] = fields.integer("reads", minimum=1)
     if fields.has("queue_ms"):
         payload["queue_ms"] = fields.optional_number("queue_ms")
+    if fields.has("discarded"):
+        payload["discarded"] = fields.text("discarded")
     return payload
 
 
@@ -600,6 +605,7 @@ def as_transcript(payload: TranscriptPayload) -> Transcript:
         rejected=payload["rejected"],
         reads=payload.get("reads", 1),
         queue_ms=payload.get("queue_ms"),
+        discarded=payload.get("discarded", ""),
     )
 
 

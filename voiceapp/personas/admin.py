@@ -158,7 +158,18 @@ class PersonaAdmin(admin.ModelAdmin):
             {"fields": ("vad_threshold", "end_of_turn_silence_ms", "interruptions_enabled")},
         ),
         ("Limits", {"fields": ("idle_timeout_s", "max_call_duration_s", "allowed_origins")}),
-        ("Actions", {"fields": ("actions", "handoff_text", "handoff_url", "transfer_to")}),
+        (
+            "Actions",
+            {
+                "fields": (
+                    "actions",
+                    "handoff_text",
+                    "handoff_url",
+                    "transfer_to",
+                    "voicemail_message",
+                )
+            },
+        ),
         (
             "Call recording",
             {"fields": ("record_calls", "recording_notice", "recording_retention_days")},

@@ -115,6 +115,7 @@ class PersonaSerializer(serializers.ModelSerializer):
             "handoff_text",
             "handoff_url",
             "transfer_to",
+            "voicemail_message",
             "analysis_fields",
             "success_criterion",
             "created_at",

@@ -260,6 +260,12 @@ class Persona(models.Model):
         "(a SIP REFER) after the handoff text: a number (+15550100) or a SIP URI "
         "(sip:front-desk@pbx.example.com). Empty: the agent only says the handoff text.",
     )
+    voicemail_message = models.CharField(
+        max_length=500,
+        blank=True,
+        help_text="On an outbound phone call that reaches voicemail: what the agent says "
+        "after the beep, then it hangs up. Empty: it hangs up without a message.",
+    )
 
     class Meta:
         ordering = ["name"]

@@ -64,6 +64,7 @@ PERSONA_FIELDS = (
     "handoff_text",
     "handoff_url",
     "transfer_to",
+    "voicemail_message",
     "analysis_fields",
     "success_criterion",
 )

@@ -26,6 +26,9 @@ class Command(BaseCommand):
         )
         parser.add_argument("--rtp-ports", default=None, help="RTP port range, e.g. 20000-20999")
         parser.add_argument("--no-tcp", action="store_true", help="listen on UDP only")
+        parser.add_argument(
+            "--no-dial", action="store_true", help="do not place queued outbound calls"
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
@@ -51,6 +54,8 @@ class Command(BaseCommand):
                 await server.start()
             except OSError as exc:
                 raise CommandError(f"cannot listen on {server.host}:{server.port}: {exc}") from exc
+            if not options["no_dial"]:
+                server.start_dialing()
             self.stdout.write(f"SIP READY {server.host}:{server.port}", ending="\n")
             self.stdout.flush()
             await stop.wait()

@@ -1,0 +1,139 @@
+"""Outbound phone calls end to end: `POST /api/v1/calls/`, the SIP server dials a
+baresip that answers. One answers as a person ("Hello?"): the agent greets it. One
+plays a voicemail greeting with a beep: it is detected as voicemail and the
+persona's message is left after the beep (heard in the callee's recording). The SIP
+server and the models run in this process."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from asgiref.sync import sync_to_async
+from django.db import connections
+from django.test import Client
+
+from bench.baresip import Baresip, Listener, call_wav
+from bench.voicemail_cases import CASES, answered
+from sessions.models import Call
+from telephony import services
+from telephony.models import OutboundCall
+from telephony.sip.server import SipServer
+from tests.support.clips import piper_clip, words
+from tests.support.processes import free_port
+from tests.support.tenants import Tenant
+from voiceapp.engine.audio import read_wav, resample
+from voiceapp.inference import runtime
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
+
+MESSAGE = "Hello, this is the bakery calling about your order. Please call us back."
+
+
+@pytest.fixture(autouse=True)
+def embedded(settings: Any, monkeypatch: pytest.MonkeyPatch, models: Any) -> None:
+    settings.INFERENCE_EMBEDDED = True
+    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+    monkeypatch.setattr(runtime, "_local", models)
+
+
+@pytest.fixture
+async def sip_server() -> AsyncIterator[SipServer]:
+    server = SipServer(host="127.0.0.1", port=0, rtp_ports=(35000, 35999), tcp=False)
+    await server.start()
+    server.start_dialing()
+    try:
+        yield server
+    finally:
+        await server.stop()
+        await sync_to_async(connections.close_all)()
+
+
+def _set_up(tenant: Tenant, callee_port: int) -> None:
+    persona = tenant.org.personas.get()
+    persona.voicemail_message = MESSAGE
+    persona.save()
+    services.trunk_create(
+        org=tenant.org,
+        name="carrier",
+        allowed_addresses=["127.0.0.1"],
+        outbound_address=f"127.0.0.1:{callee_port}",
+        caller_id="+15550100123",
+    )
+
+
+async def _place(secret_key: str, to: str) -> int:
+    response = await sync_to_async(Client().post)(
+        "/api/v1/calls/",
+        data={"to": to, "persona": "assistant"},
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {secret_key}"},
+    )
+    assert response.status_code == 202, response.content
+    assert response.json()["status"] == "queued"
+    return int(response.json()["id"])
+
+
+async def _finished(outbound_id: int, timeout_s: float = 90) -> OutboundCall:
+    for _ in range(int(timeout_s * 10)):
+        row = await OutboundCall.objects.aget(pk=outbound_id)
+        if row.status in OutboundCall.FINAL:
+            return row
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"outbound call still {row.status}: {row.detail}")
+
+
+async def test_voicemail_is_detected_and_the_message_left_after_the_beep(
+    tenant_a: Tenant, secret_key_a: str, sip_server: SipServer, models: Any, tmp_path: Path
+) -> None:
+    case = next(c for c in CASES if c.name == "vm_sarah")
+    greeting, beep_end = answered(case, tmp_path / "cases")
+    wav = call_wav(tmp_path / "greeting.wav", [greeting, np.zeros(8 * 8000, np.float32)], 8000)
+    callee = Baresip(tmp_path / "callee", caller="+15550109876", port=free_port())
+    async with Listener(callee, wav):
+        await sync_to_async(_set_up)(tenant_a, callee.port)
+        outbound = await _finished(await _place(secret_key_a, "+15550109876"))
+    assert outbound.status == "completed", outbound.detail
+    assert outbound.detail == "voicemail"  # how the call ended
+    call = await Call.objects.aget(pk=outbound.call_id)
+    assert call.end_reason == "voicemail" and call.source == "phone"
+    assert call.client_info["answered_by"] == "voicemail"
+    # the mailbox recorded the message, after the beep
+    dumps = sorted((tmp_path / "callee").glob("dump-*-dec.wav"))
+    audio, rate = read_wav(dumps[0])
+    assert beep_end is not None
+    after = audio[int(beep_end * rate) :]
+    heard = await models.transcribe(resample(after, rate, 16000), "en")
+    assert len(words(heard.text) & words(MESSAGE)) >= 6, heard.text
+    before = audio[: int((beep_end - 0.5) * rate)]
+    assert np.abs(before).max() < 0.05  # nothing said over the greeting
+
+
+async def test_a_person_who_answers_is_greeted(
+    tenant_a: Tenant, secret_key_a: str, sip_server: SipServer, models: Any, tmp_path: Path
+) -> None:
+    hello = piper_clip("Hello?")
+    wav = call_wav(
+        tmp_path / "hello.wav",
+        [
+            np.zeros(hello.rate // 2, np.float32),
+            hello.samples,
+            np.zeros(8 * hello.rate, np.float32),
+        ],
+        hello.rate,
+    )
+    callee = Baresip(tmp_path / "callee", caller="+15550109877", port=free_port())
+    async with Listener(callee, wav):
+        await sync_to_async(_set_up)(tenant_a, callee.port)
+        outbound = await _finished(await _place(secret_key_a, "+15550109877"))
+    call = await Call.objects.aget(pk=outbound.call_id)
+    assert call.client_info["answered_by"] == "human" and call.caller_number == "+15550109877"
+    dumps = sorted((tmp_path / "callee").glob("dump-*-dec.wav"))
+    audio, rate = read_wav(dumps[0])
+    heard = await models.transcribe(resample(audio, rate, 16000), "en")
+    assert {"help", "today"} & words(heard.text), heard.text  # the persona's greeting
+    assert not words(MESSAGE) & {"bakery", "order"} & words(heard.text)

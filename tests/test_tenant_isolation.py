@@ -15,8 +15,13 @@ from django.urls import URLPattern, reverse
 from sessions.auth import CallGrant
 from sessions.models import Call, CallerMessage
 from sessions.services import call_end, call_item_record, call_start, call_turn_record
-from telephony.models import PhoneNumber, SipTrunk
-from telephony.services import phone_number_create, trunk_create
+from telephony.models import OutboundCall, PhoneNumber, SipTrunk
+from telephony.services import (
+    outbound_call_create,
+    phone_number_create,
+    trunk_create,
+    trunk_update,
+)
 from tests.support.tenants import Tenant
 from voiceapp.api import urls as api_urls
 from voiceapp.dashboard import urls as dashboard_urls
@@ -544,6 +549,7 @@ API_TESTS_BY_URL = {
     "persona-document-passages": "test_api_refuses_other_orgs_documents",
     "sip-trunk-detail": "test_api_refuses_other_orgs_trunks_and_numbers",
     "phone-number-detail": "test_api_refuses_other_orgs_trunks_and_numbers",
+    "outbound-call-detail": "test_api_refuses_other_orgs_outbound_calls",
 }
 
 
@@ -678,3 +684,27 @@ def test_api_refuses_other_orgs_trunks_and_numbers(
     assert taken.status_code == 400 and b"Bravo" not in taken.content
     assert (list(SipTrunk.objects.values()), list(PhoneNumber.objects.values())) == before
     assert B_TRUNK_PASSWORD.encode() not in taken.content
+
+
+def test_api_refuses_other_orgs_outbound_calls(
+    secret_key_a: str, tenant_a: Tenant, org_b: OrgB
+) -> None:
+    trunk_update(org_b.trunk, outbound_address="sip.bravo.example:5060")
+    outbound = outbound_call_create(org=org_b.persona.org, persona=org_b.persona, to="+15550107777")
+    auth = {"Authorization": f"Bearer {secret_key_a}"}
+    response = Client().get(f"/api/v1/outbound-calls/{outbound.pk}/", headers=auth)
+    assert response.status_code == 404 and b"7777" not in response.content
+    listed = Client().get("/api/v1/outbound-calls/", headers=auth)
+    assert listed.status_code == 200 and listed.json() == []
+    # A cannot have B's persona call, nor call through B's trunk
+    for body in (
+        {"to": "+15550106666", "persona": org_b.persona.slug},
+        {"to": "+15550106666", "persona": str(org_b.persona.pk)},
+        {"to": "+15550106666", "persona": "assistant", "trunk": org_b.trunk.pk},
+    ):
+        placed = Client().post(
+            "/api/v1/calls/", data=body, content_type="application/json", headers=auth
+        )
+        assert placed.status_code in (400, 404), (body, placed.status_code)
+        assert b"bravo" not in placed.content.lower()
+    assert OutboundCall.objects.count() == 1

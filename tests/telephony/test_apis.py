@@ -127,3 +127,85 @@ def test_numbers_are_normalized_routed_and_unique(secret_key_a: str, tenant_a: T
     )
     assert renumbered.status_code == 400
     assert PhoneNumber.objects.count() == 2
+
+
+def _outbound_trunk(tenant: Tenant, **extra: object) -> SipTrunk:
+    from telephony.services import trunk_create
+
+    return trunk_create(
+        org=tenant.org,
+        name="Carrier out",
+        allowed_addresses=["203.0.113.7"],
+        outbound_address="sip.carrier.example:5060",
+        caller_id="+1 555 010 0123",
+        **extra,
+    )
+
+
+def test_placing_a_call_queues_it(secret_key_a: str, tenant_a: Tenant) -> None:
+    client, auth = api(secret_key_a)
+    trunk = _outbound_trunk(tenant_a)
+    assert trunk.caller_id == "+15550100123"
+    placed = client.post(
+        "/api/v1/calls/",
+        data={"to": "+1 (555) 010-4477", "persona": "assistant", "variables": {"order": "A12"}},
+        content_type="application/json",
+        headers=auth,
+    )
+    assert placed.status_code == 202, placed.content
+    body = placed.json()
+    assert body["status"] == "queued" and body["to"] == "+15550104477"
+    assert body["persona"] == "assistant" and body["trunk"] == trunk.pk
+    assert body["variables"] == {"order": "A12"} and body["call"] is None
+    got = client.get(f"/api/v1/outbound-calls/{body['id']}/", headers=auth)
+    assert got.status_code == 200 and got.json()["status"] == "queued"
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        ({"to": "call me", "persona": "assistant"}, 400),
+        ({"to": "sales", "persona": "assistant"}, 400),  # a SIP user, not a number
+        ({"to": "+15550104477", "persona": "nobody"}, 404),
+        ({"to": "+15550104477"}, 400),
+        ({"to": "+15550104477", "persona": "assistant", "variables": "x"}, 400),
+    ],
+)
+def test_bad_calls_are_refused_with_the_reason(
+    secret_key_a: str, tenant_a: Tenant, body: dict[str, object], code: int
+) -> None:
+    client, auth = api(secret_key_a)
+    _outbound_trunk(tenant_a)
+    response = client.post(
+        "/api/v1/calls/", data=body, content_type="application/json", headers=auth
+    )
+    assert response.status_code == code, response.content
+    assert "error" in response.json()
+
+
+def test_no_outbound_trunk_quiet_hours_and_rate(
+    secret_key_a: str, tenant_a: Tenant, settings: object
+) -> None:
+    from datetime import time
+
+    from telephony.models import OutboundCall
+    from telephony.services import trunk_update
+
+    client, auth = api(secret_key_a)
+    call = {"to": "+15550104477", "persona": "assistant"}
+
+    def place() -> object:
+        return client.post(
+            "/api/v1/calls/", data=call, content_type="application/json", headers=auth
+        )
+
+    none = place()
+    assert none.status_code == 400 and "outbound address" in none.content.decode()
+    trunk = _outbound_trunk(tenant_a)
+    trunk_update(trunk, quiet_hours_start=time(0, 0), quiet_hours_end=time(23, 59, 59))
+    quiet = place()
+    assert quiet.status_code == 409 and quiet.json()["error"]["code"] == "quiet_hours"
+    trunk_update(trunk, quiet_hours_start=None, quiet_hours_end=None)
+    settings.OUTBOUND_CALLS_PER_MINUTE = 2  # type: ignore[attr-defined]
+    assert [place().status_code for _ in range(3)] == [202, 202, 429]
+    assert OutboundCall.objects.count() == 2

@@ -21,11 +21,18 @@ def test_owner_sets_up_a_number(tenant_a: Tenant) -> None:
 
     response = client.post(
         "/dashboard/phone/trunks/new/",
-        {"name": "Carrier", "allowed_addresses": "203.0.113.7\n198.51.100.0/24"},
+        {
+            "name": "Carrier",
+            "allowed_addresses": "203.0.113.7\n198.51.100.0/24",
+            "outbound_address": "sip.carrier.example:5080",
+            "caller_id": "+1 555 010 0123",
+        },
     )
     assert response.status_code == 302
     trunk = SipTrunk.objects.get()
     assert trunk.allowed_addresses == ["203.0.113.7", "198.51.100.0/24"]
+    assert trunk.outbound_address == "sip.carrier.example:5080"
+    assert trunk.caller_id == "+15550100123"
 
     persona = tenant_a.org.personas.get()
     response = client.post(
@@ -35,7 +42,8 @@ def test_owner_sets_up_a_number(tenant_a: Tenant) -> None:
     assert response.status_code == 302
     text = client.get("/dashboard/phone/").content.decode()
     assert "+15550104477" in text and persona.name in text and "Carrier" in text
-    assert "198.51.100.0/24" in text
+    assert "198.51.100.0/24" in text and "sip.carrier.example:5080" in text
+    assert "No outbound calls yet." in text
 
 
 def test_mistakes_are_shown_on_the_page(tenant_a: Tenant) -> None:

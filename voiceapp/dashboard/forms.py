@@ -482,6 +482,19 @@ class SipTrunkForm(forms.Form):
     password = forms.CharField(
         max_length=128, required=False, widget=forms.PasswordInput(render_value=False)
     )
+    outbound_address = forms.CharField(
+        max_length=200,
+        required=False,
+        label="Outbound address",
+        widget=forms.TextInput(attrs={"placeholder": "sip.carrier.example:5060"}),
+        help_text="Where outbound calls go (host or host:port). Empty: no outbound calls.",
+    )
+    caller_id = forms.CharField(
+        max_length=40,
+        required=False,
+        label="Caller ID",
+        help_text="The number outbound calls come from, if the carrier lets you set it.",
+    )
 
     def clean_allowed_addresses(self) -> list[str]:
         return [a for a in self.cleaned_data["allowed_addresses"].split() if a]

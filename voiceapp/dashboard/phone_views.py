@@ -24,6 +24,7 @@ def _phone_page(request: HttpRequest, membership: Membership, **extra: Any) -> H
         "section": "phone",
         "trunks": selectors.trunk_list(org=org),
         "numbers": selectors.phone_number_list(org=org),
+        "outbound_calls": selectors.outbound_call_list(org=org)[:20],
         "trunk_form": SipTrunkForm(),
         "number_form": PhoneNumberForm(org=org),
         "sip_port": settings.SIP_PORT,
@@ -53,6 +54,8 @@ def trunk_create_view(request: HttpRequest, membership: Membership) -> HttpRespo
                 allowed_addresses=data["allowed_addresses"],
                 username=data["username"],
                 password=data["password"],
+                outbound_address=data["outbound_address"],
+                caller_id=data["caller_id"],
             )
         except ValidationError as exc:
             _add_errors(form, exc)

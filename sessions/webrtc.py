@@ -18,7 +18,6 @@ import enum
 import fractions
 import json
 import logging
-import time
 import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -47,6 +46,7 @@ from billing.services import quota_guard
 from sessions.auth import AuthError, CallGrant, grant_from_client_secret
 from sessions.ice import ice_servers
 from sessions.models import ClientSecret
+from sessions.playout import AudioQueue, FrameClock
 from sessions.realtime import new_id
 from sessions.realtime.limits import (
     MAX_CHANNEL_BUFFERED_BYTES,
@@ -55,7 +55,6 @@ from sessions.realtime.limits import (
 )
 from sessions.rtp_input import install_input_buffer
 from sessions.runner import call_id_from_session, start_realtime_session
-from voiceapp.engine.audio import StreamResampler, float_to_pcm16, pcm16_to_float
 from voiceapp.tenants.services import token_hash
 
 log = logging.getLogger(__name__)
@@ -63,7 +62,6 @@ log = logging.getLogger(__name__)
 RATE = 48000
 FRAME_MS = 20
 FRAME_SAMPLES = RATE * FRAME_MS // 1000
-FRAME_BYTES = FRAME_SAMPLES * 2
 EVENTS_LABEL = "oai-events"
 MAX_OFFER_BYTES = 64 * 1024
 CLIENT_GONE = frozenset({"hangup", "lost", "error"})  # end reasons where nobody is listening
@@ -85,70 +83,43 @@ class OutputAudioTrack(MediaStreamTrack):
 
     def __init__(self, *, max_buffer_ms: int = 10_000) -> None:
         super().__init__()
-        self._buffer = bytearray()
-        self._max_bytes = max_buffer_ms * RATE // 1000 * 2
-        self._resampler: StreamResampler | None = None
-        self._start: float | None = None
-        self._timestamp = 0
-        self._empty = asyncio.Event()
-        self._empty.set()
-        self.frames_sent = 0
-        self.audio_frames_sent = 0  # frames that carried agent audio
+        self.queue = AudioQueue(RATE, max_buffer_ms=max_buffer_ms)
+        self._clock = FrameClock(FRAME_MS / 1000)
 
     @property
     def buffered_ms(self) -> int:
-        return len(self._buffer) * 1000 // (RATE * 2)
+        return self.queue.buffered_ms
+
+    @property
+    def frames_sent(self) -> int:
+        return self.queue.frames_taken
+
+    @property
+    def audio_frames_sent(self) -> int:
+        """Frames that carried agent audio."""
+        return self.queue.audio_frames_taken
 
     def write(self, pcm: bytes, sample_rate: int) -> None:
         """Queue PCM16 mono audio at `sample_rate`."""
-        if self._resampler is None or self._resampler.in_rate != sample_rate:
-            self._resampler = StreamResampler(sample_rate, RATE)
-        out = self._resampler.process(pcm16_to_float(pcm))
-        self._buffer += float_to_pcm16(out)
-        if self._buffer:
-            self._empty.clear()
-        overflow = len(self._buffer) - self._max_bytes
-        if overflow > 0:  # only when the session outruns real time by seconds
-            log.warning("output audio buffer full: dropping %d ms", overflow * 500 // RATE)
-            del self._buffer[:overflow]
+        self.queue.write(pcm, sample_rate)
 
     def clear(self) -> None:
         """Drop queued audio now (barge-in)."""
-        self._buffer.clear()
-        self._resampler = None
-        self._empty.set()
+        self.queue.clear()
 
     async def drained(self) -> None:
         """Wait until every queued frame was handed to the sender."""
-        await self._empty.wait()
+        await self.queue.drained()
 
     async def recv(self) -> AudioFrame:
         if self.readyState != "live":
             raise MediaStreamError
-        now = time.monotonic()
-        if self._start is None:
-            self._start = now
-        else:
-            self._timestamp += FRAME_SAMPLES
-            wait = self._start + self._timestamp / RATE - now
-            if wait > 0:
-                await asyncio.sleep(wait)
-            elif wait < -0.2:  # the loop stalled: do not burst the backlog, re-anchor
-                self._start = now - self._timestamp / RATE
-        chunk = bytes(self._buffer[:FRAME_BYTES])
-        del self._buffer[:FRAME_BYTES]
-        if chunk:
-            self.audio_frames_sent += 1
-        if not self._buffer:
-            self._empty.set()
-        if len(chunk) < FRAME_BYTES:
-            chunk += bytes(FRAME_BYTES - len(chunk))
+        await self._clock.tick()
         frame = AudioFrame(format="s16", layout="mono", samples=FRAME_SAMPLES)
-        frame.planes[0].update(chunk)
-        frame.pts = self._timestamp
+        frame.planes[0].update(self.queue.take(FRAME_SAMPLES))
+        frame.pts = self._clock.frames * FRAME_SAMPLES
         frame.sample_rate = RATE
         frame.time_base = fractions.Fraction(1, RATE)
-        self.frames_sent += 1
         return frame
 
 

@@ -14,80 +14,53 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiosipua import CallSession
 
-from voiceapp.engine.audio import StreamResampler, float_to_pcm16, pcm16_to_float
+from sessions.playout import AudioQueue, FrameClock
 
 log = logging.getLogger(__name__)
 
 RATE = 8000
 FRAME_MS = 20
 FRAME_SAMPLES = RATE * FRAME_MS // 1000
-FRAME_BYTES = FRAME_SAMPLES * 2
 DIGIT_GAP_S = 1.5
 MAX_DIGITS = 32
 MAX_BUFFER_MS = 10_000
 
 
 class PhoneAudioOut:
-    """Agent audio, paced out as 20 ms RTP packets."""
+    """Agent audio, paced out as 20 ms RTP packets (silence when it says nothing)."""
 
     def __init__(self, rtp: CallSession) -> None:
         self._rtp = rtp
-        self._buffer = bytearray()
-        self._resampler: StreamResampler | None = None
-        self._empty = asyncio.Event()
-        self._empty.set()
-        self.packets_sent = 0
-        self.audio_packets_sent = 0
+        self.queue = AudioQueue(RATE, max_buffer_ms=MAX_BUFFER_MS)
+
+    @property
+    def packets_sent(self) -> int:
+        return self.queue.frames_taken
+
+    @property
+    def audio_packets_sent(self) -> int:
+        return self.queue.audio_frames_taken
 
     def write(self, pcm: bytes, sample_rate: int) -> None:
-        if sample_rate == RATE:
-            self._buffer += pcm
-        else:
-            if self._resampler is None or self._resampler.in_rate != sample_rate:
-                self._resampler = StreamResampler(sample_rate, RATE)
-            self._buffer += float_to_pcm16(self._resampler.process(pcm16_to_float(pcm)))
-        if self._buffer:
-            self._empty.clear()
-        overflow = len(self._buffer) - MAX_BUFFER_MS * RATE // 1000 * 2
-        if overflow > 0:
-            log.warning("phone output buffer full: dropping %d ms", overflow * 500 // RATE)
-            del self._buffer[:overflow]
+        self.queue.write(pcm, sample_rate)
 
     def clear(self) -> None:
-        self._buffer.clear()
-        self._resampler = None
-        self._empty.set()
+        self.queue.clear()
 
     async def drained(self) -> None:
-        await self._empty.wait()
+        await self.queue.drained()
 
     async def run(self) -> None:
-        start = time.monotonic()
-        timestamp = 0
-        sent = 0
+        clock = FrameClock(FRAME_MS / 1000)
         while True:
-            chunk = bytes(self._buffer[:FRAME_BYTES])
-            del self._buffer[:FRAME_BYTES]
-            if chunk:
-                self.audio_packets_sent += 1
-            if not self._buffer:
-                self._empty.set()
-            chunk += bytes(FRAME_BYTES - len(chunk))
-            self._rtp.send_audio_pcm(chunk, timestamp)
-            self.packets_sent += 1
-            timestamp = (timestamp + FRAME_SAMPLES) & 0xFFFFFFFF
-            sent += 1
-            wait = start + sent * FRAME_MS / 1000 - time.monotonic()
-            if wait > 0:
-                await asyncio.sleep(wait)
-            elif wait < -0.2:  # the loop stalled: re-anchor instead of bursting
-                start = time.monotonic() - sent * FRAME_MS / 1000
+            await clock.tick()
+            timestamp = (clock.frames * FRAME_SAMPLES) & 0xFFFFFFFF
+            self._rtp.send_audio_pcm(self.queue.take(FRAME_SAMPLES), timestamp)
 
 
 class DigitCollector:

@@ -27,18 +27,14 @@ from tests.support.clips import piper_clip, words
 from tests.support.processes import free_port
 from tests.support.tenants import Tenant
 from voiceapp.engine.audio import read_wav, resample
-from voiceapp.inference import runtime
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.timeout(240),
+    pytest.mark.usefixtures("embedded_models"),
+]
 
 MESSAGE = "Hello, this is the bakery calling about your order. Please call us back."
-
-
-@pytest.fixture(autouse=True)
-def embedded(settings: Any, monkeypatch: pytest.MonkeyPatch, models: Any) -> None:
-    settings.INFERENCE_EMBEDDED = True
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-    monkeypatch.setattr(runtime, "_local", models)
 
 
 @pytest.fixture

@@ -28,22 +28,18 @@ from tests.support.processes import free_port
 from tests.support.tenants import Tenant
 from tests.support.webhook_receiver import Receiver, webhook_receiver
 from voiceapp.engine.audio import resample
-from voiceapp.inference import runtime
 from voiceapp.personas.services import persona_fact_create
 from webhooks.services import webhook_endpoint_create
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.timeout(240),
+    pytest.mark.usefixtures("embedded_models"),
+]
 
 NUMBER = "+15550103000"
 CALLER = "+15557654321"
 HOURS = "We are open from nine to five, Monday to Friday."
-
-
-@pytest.fixture(autouse=True)
-def embedded(settings: Any, monkeypatch: pytest.MonkeyPatch, models: Any) -> None:
-    settings.INFERENCE_EMBEDDED = True
-    settings.CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-    monkeypatch.setattr(runtime, "_local", models)
 
 
 @pytest.fixture

@@ -145,6 +145,10 @@ class PhoneCall:
             log.debug("phone call %s: input audio dropped: %s", self.sip_call_id, exc)
 
     def _on_dtmf(self, digit: str, _duration: int) -> None:
+        self.press(digit)
+
+    def press(self, digit: str) -> None:
+        """A keypad digit from the caller (RFC 4733 or SIP INFO)."""
         if not self._ended.is_set():
             self.digits.press(digit)
 

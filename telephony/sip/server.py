@@ -22,6 +22,7 @@ import contextlib
 import functools
 import hashlib
 import logging
+import re
 import socket
 from dataclasses import dataclass, field
 from typing import Any
@@ -176,6 +177,8 @@ class SipServer:
         )
         uas.on_invite = self._on_invite
         uas.on_transfer_progress = self._on_transfer_progress
+        # aiosipua answers INFO with 405; keypad digits come that way from some PBXs
+        uas._handlers["INFO"] = functools.partial(self._on_info, uas)
         uas.on_bye = self._on_bye
         uas.on_cancel = self._on_cancel
         uas.on_ack_timeout = self._on_ack_timeout
@@ -244,6 +247,21 @@ class SipServer:
         task = self._checking.get(request.call_id or "")
         if task is not None:
             task.cancel()
+
+    def _on_info(self, uas: SipUAS, request: SipRequest, _addr: tuple[str, int]) -> None:
+        """Keypad digits as SIP INFO (application/dtmf-relay "Signal=5", or
+        application/dtmf "5"); other INFO bodies are acknowledged and ignored."""
+        call = self.calls.get(request.call_id or "")
+        if call is None:
+            uas._send_error(request, 481, "Call/Transaction Does Not Exist")
+            return
+        if not uas._validate_in_dialog(call.invite.dialog, request):
+            return
+        response = call.invite.dialog.create_response(request, 200, "OK")
+        uas.transport.send_reply(response)
+        digit = info_digit(request.get_header("content-type") or "", request.text)
+        if digit:
+            call.press(digit)
 
     def _on_transfer_progress(self, call_id: str, status: int, reason: str) -> None:
         call = self.calls.get(call_id)
@@ -425,6 +443,21 @@ class SipServer:
             task = asyncio.ensure_future(self.ports.release(port))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
+
+
+_SIGNAL = re.compile(r"^\s*signal\s*=\s*([0-9*#A-Da-d])\s*$", re.IGNORECASE | re.MULTILINE)
+
+
+def info_digit(content_type: str, body: str) -> str:
+    """The digit a SIP INFO carries, or "" (RFC 2976 bodies as PBXs send them)."""
+    kind = content_type.split(";")[0].strip().lower()
+    if kind == "application/dtmf-relay":
+        found = _SIGNAL.search(body[:1000])
+        return found.group(1).upper() if found else ""
+    if kind == "application/dtmf":
+        text = body.strip()[:2]
+        return text.upper() if len(text) == 1 and text in "0123456789*#ABCDabcd" else ""
+    return ""
 
 
 async def _record_transfer(call: PhoneCall, target: str) -> None:

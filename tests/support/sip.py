@@ -80,6 +80,24 @@ class Invite:
             cseq=self.cseq + 1,
         )
 
+    def in_dialog(
+        self, method: str, ok: SipResponse, cseq: int, *, body: str = "", content_type: str = ""
+    ) -> bytes:
+        """A request inside the dialog the 200 OK `ok` made (BYE, INFO...)."""
+        lines = [
+            f"{method} {self.uri} SIP/2.0",
+            f"Via: SIP/2.0/UDP 127.0.0.1:{self.local_port};branch={_branch()};rport",
+            "Max-Forwards: 70",
+            f"From: <sip:{self.from_user}@127.0.0.1>;tag={self.tag}",
+            f"To: {ok.get_header('to')}",
+            f"Call-ID: {self.call_id}",
+            f"CSeq: {cseq} {method}",
+        ]
+        if body:
+            lines.append(f"Content-Type: {content_type}")
+        lines.append(f"Content-Length: {len(body.encode())}")
+        return ("\r\n".join(lines) + "\r\n\r\n" + body).encode()
+
     def ack(self, response: SipResponse) -> bytes:
         to = response.get_header("to") or f"<{self.uri}>"
         lines = [
@@ -93,6 +111,10 @@ class Invite:
             "Content-Length: 0",
         ]
         return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def _branch() -> str:
+    return "z9hG4bK" + uuid.uuid4().hex[:16]
 
 
 def options(host: str, port: int, local_port: int) -> bytes:

@@ -22,9 +22,10 @@ from billing.models import UsageRecord
 from sessions.models import Call
 from telephony import services
 from telephony.sip.call import KEYPAD_PREFIX
-from telephony.sip.server import SipServer
+from telephony.sip.server import SipServer, info_digit
 from tests.support.clips import piper_clip, words
 from tests.support.processes import free_port
+from tests.support.sip import SipClient, sdp_offer
 from tests.support.tenants import Tenant
 from tests.support.webhook_receiver import Receiver, webhook_receiver
 from voiceapp.engine.audio import resample
@@ -179,6 +180,51 @@ def _hands_over_to(tenant: Tenant, uri: str) -> None:
     persona.agent_speaks_first = False
     persona.temperature = 0.0
     persona.save()
+
+
+async def test_keypad_digits_as_sip_info(
+    tenant_a: Tenant, sip_server: SipServer, phone_persona: Any
+) -> None:
+    """Some PBXs send keypad digits as SIP INFO (application/dtmf-relay) rather than
+    RFC 4733 packets: they reach the conversation the same way."""
+    async with SipClient("127.0.0.1", sip_server.port) as client:
+        invite = client.invite(NUMBER, from_user=CALLER)
+        client.send(invite.request(body=sdp_offer([0], port=free_port())))
+        ok = await client.final(invite.call_id, timeout_s=30)
+        assert ok.status_code == 200
+        client.send(invite.ack(ok))
+        client.send(
+            invite.in_dialog(
+                "INFO",
+                ok,
+                2,
+                body="Signal=7\r\nDuration=160\r\n",
+                content_type="application/dtmf-relay",
+            )
+        )
+        assert (await client.final(invite.call_id)).status_code == 200
+        stranger = client.invite(NUMBER)  # an INFO for no call of ours
+        client.send(
+            stranger.in_dialog(
+                "INFO", ok, 1, body="Signal=1", content_type="application/dtmf-relay"
+            )
+        )
+        assert (await client.final(stranger.call_id)).status_code == 481
+        await asyncio.sleep(2.5)  # the entry goes in after 1.5 s without another digit
+        client.send(invite.in_dialog("BYE", ok, 3))
+        assert (await client.final(invite.call_id)).status_code == 200
+    call = await _ended_call(tenant_a)
+    assert call.end_reason == "hangup"
+    items = [(i.role, i.text) async for i in call.items.order_by("at_s")]
+    assert ("user", f"{KEYPAD_PREFIX} 7") in items, items
+
+
+def test_info_bodies() -> None:
+    assert info_digit("application/dtmf-relay", "Signal=5\r\nDuration=160\r\n") == "5"
+    assert info_digit("Application/DTMF-Relay; charset=x", "signal = #") == "#"
+    assert info_digit("application/dtmf", "9") == "9"
+    assert info_digit("application/dtmf-relay", "Signal=55") == ""
+    assert info_digit("application/media_control+xml", "<x/>") == ""
 
 
 async def _ended_call(tenant: Tenant) -> Call:

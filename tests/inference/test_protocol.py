@@ -64,7 +64,7 @@ EXAMPLES: dict[str, tuple[Callable[[object], Any], Any, set[str]]] = {
     "result": (
         p.decode_result,
         p.encode_result("r1", TRANSCRIPT, worker=WORKER),
-        {"worker", "transcript.reads", "transcript.queue_ms"},
+        {"worker", "transcript.reads", "transcript.queue_ms", "transcript.discarded"},
     ),
     "token": (
         p.decode_token,
@@ -157,6 +157,7 @@ def test_the_replies_on_the_wire_have_the_documented_fields() -> None:
             "rejected": None,
             "reads": 2,
             "queue_ms": 3.5,
+            "discarded": "",
         },
     }
     # a reply's first token carries its queue time and, when known, its prompt count

@@ -127,6 +127,7 @@ class SipServer:
         self.stats = SipServerStats()
         self.calls: dict[str, PhoneCall] = {}
         self._checking: dict[str, asyncio.Task[None]] = {}
+        self._invites: dict[str, IncomingCall] = {}  # the INVITEs being checked or answered
         self._tasks: set[asyncio.Task[Any]] = set()
         self._uas: list[SipUAS] = []
         self._use_tcp = tcp
@@ -224,7 +225,14 @@ class SipServer:
     def _on_invite(self, invite: IncomingCall) -> None:
         key = invite.call_id
         if key in self.calls or key in self._checking:
-            return  # a retransmission of an INVITE we are answering
+            # A retransmission of an INVITE we are answering (UDP resends it after
+            # 500 ms): aiosipua has put a new IncomingCall in its place; put ours back,
+            # or the ACK would stop the other one's 200 and ours would time out.
+            ours = self._invites.get(key)
+            for uas in self._uas:
+                if ours is not None and uas.transport is invite.transport:
+                    uas._calls[key] = ours
+            return
         address = invite.source_addr[0]
         if not self.limiter.allow(address):
             log.warning("SIP: INVITE rate from %s exceeded; 503", address)
@@ -232,10 +240,13 @@ class SipServer:
             return
         task = asyncio.ensure_future(self._check_and_answer(invite))
         self._checking[key] = task
+        self._invites[key] = invite
         task.add_done_callback(functools.partial(self._checked, key))
 
     def _checked(self, key: str, _task: asyncio.Task[None]) -> None:
         self._checking.pop(key, None)
+        if key not in self.calls:
+            self._invites.pop(key, None)
 
     def _on_bye(self, invite: IncomingCall, _request: SipRequest) -> None:
         call = self.calls.get(invite.call_id)
@@ -434,6 +445,7 @@ class SipServer:
 
     def _closed(self, call: PhoneCall) -> None:
         self.calls.pop(call.sip_call_id, None)
+        self._invites.pop(call.sip_call_id, None)
         self._forget(call.invite)
         for uas in self._uas:  # an outbound call's dialog
             if uas.uac is not None:

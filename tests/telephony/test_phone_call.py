@@ -189,10 +189,19 @@ async def test_keypad_digits_as_sip_info(
     RFC 4733 packets: they reach the conversation the same way."""
     async with SipClient("127.0.0.1", sip_server.port) as client:
         invite = client.invite(NUMBER, from_user=CALLER)
-        client.send(invite.request(body=sdp_offer([0], port=free_port())))
+        offer = invite.request(body=sdp_offer([0], port=free_port()))
+        client.send(offer)
+        client.send(offer)  # retransmitted, as over UDP before the answer comes
         ok = await client.final(invite.call_id, timeout_s=30)
         assert ok.status_code == 200
         client.send(invite.ack(ok))
+        # the INVITE aiosipua tracks (whose 200 the ACK stops) is the one we answered
+        (uas,) = [
+            u
+            for u in sip_server._uas
+            if u.transport is sip_server.calls[invite.call_id].invite.transport
+        ]
+        assert uas._calls[invite.call_id] is sip_server.calls[invite.call_id].invite
         client.send(
             invite.in_dialog(
                 "INFO",

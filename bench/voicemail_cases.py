@@ -115,6 +115,58 @@ CASES = [
 ]
 
 
+# Written after the detector's rules were fixed, and not used to change them: the
+# held-out figure: other wordings, in both voices.
+HELD_OUT = [
+    Case(
+        "ho_vm_kate",
+        "voicemail",
+        "Hi, this is Kate. I'm not around at the moment. Please leave your details and I will call you back soon.",
+        "piper",
+        True,
+    ),
+    Case(
+        "ho_vm_office",
+        "voicemail",
+        "You have called the sales office. We are closed for the holidays. Leave a message with your name and number.",
+        "espeak",
+        True,
+    ),
+    Case(
+        "ho_vm_carrier",
+        "voicemail",
+        "The number you have dialed is not available. At the tone, please record your message.",
+        "piper",
+        True,
+    ),
+    Case("ho_vm_short", "voicemail", "It's Dave, leave a message.", "piper", True),
+    Case(
+        "ho_vm_nobeep",
+        "voicemail",
+        "Hello, you've reached the Johnson family. We can't come to the phone right now, so please try again later.",
+        "espeak",
+        False,
+    ),
+    Case("ho_hu_hi", "human", "Hi?", "espeak"),
+    Case("ho_hu_hello_who", "human", "Hello, yes?", "piper"),
+    Case("ho_hu_name", "human", "Jenny speaking.", "piper"),
+    Case("ho_hu_shop", "human", "Hello, Fresh Flowers, what can I do for you?", "espeak"),
+    Case("ho_hu_busy", "human", "Hello? Sorry, who's calling?", "piper"),
+    Case(
+        "ho_sc_assist",
+        "screening",
+        "Hi, I'm an assistant answering for Chris. Who is calling and what is this about?",
+        "piper",
+    ),
+    Case(
+        "ho_sc_state",
+        "screening",
+        "The person you are trying to reach screens calls. Please state your name and why you are calling.",
+        "espeak",
+    ),
+]
+
+
 def beep(seconds: float = 0.45, hz: float = 1000.0) -> np.ndarray:
     t = np.arange(int(seconds * RATE)) / RATE
     return (0.3 * np.sin(2 * np.pi * hz * t)).astype(np.float32)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
+import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +35,34 @@ module_tmp\t\taccount.so
 module_app\t\tmenu.so
 snd_path\t\t{workdir}
 """
+
+
+_GIVEN: set[int] = set()
+
+
+def free_sip_port() -> int:
+    """A port for a baresip to listen on: it binds UDP and TCP on it and TLS on the
+    next one, so both must be free (and not given to another baresip of this process,
+    which may not have bound them yet)."""
+    rng = random.Random()
+    for _ in range(200):
+        port = rng.randrange(40000, 60000, 2)
+        if {port, port + 1} & _GIVEN:
+            continue
+        kinds = (socket.SOCK_STREAM, socket.SOCK_DGRAM)
+        if all(_free(port + i, kind) for i in (0, 1) for kind in kinds):
+            _GIVEN.update({port, port + 1})
+            return port
+    raise RuntimeError("no free pair of ports for baresip")
+
+
+def _free(port: int, kind: int) -> bool:
+    with socket.socket(socket.AF_INET, kind) as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 @dataclass

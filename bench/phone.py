@@ -42,7 +42,7 @@ import numpy as np
 
 from voiceapp.engine.audio import resample
 
-from .baresip import Baresip, call_wav
+from .baresip import Baresip, call_wav, free_sip_port
 from .latency import save_report, stats
 from .load import CallerResult, Turn, rtc_caller, topology_env, ws_caller
 from .questions import RATE, Question, load_questions
@@ -131,7 +131,7 @@ async def phone_caller(
     """One call that asks every question; returns the turns and the questions' speech ends."""
     parts, ends = phone_timeline(questions)
     wav = call_wav(workdir / "questions.wav", parts, RATE)
-    phone = Baresip(workdir / "baresip", caller="+15550100999", port=_free_port())
+    phone = Baresip(workdir / "baresip", caller="+15550100999", port=free_sip_port())
     started = time.monotonic()
     call = await phone.call(
         f"sip:{NUMBER}@127.0.0.1:{port}", wav, timeout_s=ends[-1] + REPLY_GAP_S + 60

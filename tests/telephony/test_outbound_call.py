@@ -17,14 +17,13 @@ from asgiref.sync import sync_to_async
 from django.db import connections
 from django.test import Client
 
-from bench.baresip import Baresip, Listener, call_wav
+from bench.baresip import Baresip, Listener, call_wav, free_sip_port
 from bench.voicemail_cases import CASES, answered
 from sessions.models import Call
 from telephony import services
 from telephony.models import OutboundCall
 from telephony.sip.server import SipServer
 from tests.support.clips import piper_clip, words
-from tests.support.processes import free_port
 from tests.support.tenants import Tenant
 from voiceapp.engine.audio import read_wav, resample
 
@@ -89,7 +88,7 @@ async def test_voicemail_is_detected_and_the_message_left_after_the_beep(
     case = next(c for c in CASES if c.name == "vm_sarah")
     greeting, beep_end = answered(case, tmp_path / "cases")
     wav = call_wav(tmp_path / "greeting.wav", [greeting, np.zeros(8 * 8000, np.float32)], 8000)
-    callee = Baresip(tmp_path / "callee", caller="+15550109876", port=free_port())
+    callee = Baresip(tmp_path / "callee", caller="+15550109876", port=free_sip_port())
     async with Listener(callee, wav):
         await sync_to_async(_set_up)(tenant_a, callee.port)
         outbound = await _finished(await _place(secret_key_a, "+15550109876"))
@@ -122,7 +121,7 @@ async def test_a_person_who_answers_is_greeted(
         ],
         hello.rate,
     )
-    callee = Baresip(tmp_path / "callee", caller="+15550109877", port=free_port())
+    callee = Baresip(tmp_path / "callee", caller="+15550109877", port=free_sip_port())
     async with Listener(callee, wav):
         await sync_to_async(_set_up)(tenant_a, callee.port)
         outbound = await _finished(await _place(secret_key_a, "+15550109877"))

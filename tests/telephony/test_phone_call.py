@@ -17,7 +17,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.db import connections
 
-from bench.baresip import Baresip, Listener, call_wav
+from bench.baresip import Baresip, Listener, call_wav, free_sip_port
 from billing.models import UsageRecord
 from sessions.models import Call
 from telephony import services
@@ -97,7 +97,7 @@ async def test_a_caller_asks_hears_the_answer_presses_a_key_and_hangs_up(
     await sync_to_async(webhook_endpoint_create)(
         org=tenant_a.org, url=receiver.url, events=["call.started", "call.ended"]
     )
-    phone = Baresip(tmp_path / "baresip", caller=CALLER, port=free_port())
+    phone = Baresip(tmp_path / "baresip", caller=CALLER, port=free_sip_port())
     result = await phone.call(
         f"sip:{NUMBER}@127.0.0.1:{sip_server.port}", question_wav, digits=[(13.0, "1")]
     )
@@ -149,10 +149,10 @@ async def test_a_caller_who_asks_for_a_person_is_transferred_by_refer(
         rate,
     )
     quiet = call_wav(tmp_path / "desk.wav", [np.zeros(30 * rate, np.float32)], rate)
-    desk_phone = Baresip(tmp_path / "desk", caller="frontdesk", port=free_port())
+    desk_phone = Baresip(tmp_path / "desk", caller="frontdesk", port=free_sip_port())
     async with Listener(desk_phone, quiet) as desk:
         await sync_to_async(_hands_over_to)(tenant_a, desk.uri)
-        caller = Baresip(tmp_path / "caller", caller=CALLER, port=free_port())
+        caller = Baresip(tmp_path / "caller", caller=CALLER, port=free_sip_port())
         result = await caller.call(f"sip:{NUMBER}@127.0.0.1:{sip_server.port}", wav, timeout_s=60)
         assert result.established, result.output[-3000:]
         call = await _ended_call(tenant_a)

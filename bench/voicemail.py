@@ -79,7 +79,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def figures(rows: list[dict[str, Any]], cases: list[Case]) -> dict[str, Any]:
     summary: dict[str, Any] = {}
-    for kind in ("human", "voicemail", "screening"):
+    for kind in ("human", "voicemail", "screening", "ivr"):
         mine = [r for r in rows if r["kind"] == kind]
         right = [r for r in mine if _right(r)]
         summary[kind] = {

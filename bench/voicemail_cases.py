@@ -23,7 +23,7 @@ RATE = 8000
 @dataclass(frozen=True)
 class Case:
     name: str
-    kind: str  # what picked up: human, voicemail, screening
+    kind: str  # what picked up: human, voicemail, screening, ivr (an automated menu)
     text: str
     voice: str  # piper, espeak
     beep: bool = False
@@ -112,6 +112,24 @@ CASES = [
         "This call is being screened. Please say your name after the tone.",
         "espeak",
     ),
+    Case(
+        "ivr_heating",
+        "ivr",
+        "Thank you for calling Acme Heating. For sales, press one. For repairs, press two. For billing, press three.",
+        "piper",
+    ),
+    Case(
+        "ivr_bank",
+        "ivr",
+        "Welcome to City Bank. Please listen carefully, as our menu options have changed. Press one for account balances.",
+        "espeak",
+    ),
+    Case(
+        "ivr_extension",
+        "ivr",
+        "Hello, and thank you for calling. If you know your party's extension, you may dial it at any time.",
+        "piper",
+    ),
 ]
 
 
@@ -163,6 +181,18 @@ HELD_OUT = [
         "screening",
         "The person you are trying to reach screens calls. Please state your name and why you are calling.",
         "espeak",
+    ),
+    Case(
+        "ho_ivr_clinic",
+        "ivr",
+        "You have reached the Riverside Clinic. To book an appointment, press one. For test results, press two.",
+        "espeak",
+    ),
+    Case(
+        "ho_ivr_store",
+        "ivr",
+        "Thanks for calling Home Supplies. Press one for store hours, or press zero to speak with a team member.",
+        "piper",
     ),
 ]
 

@@ -58,7 +58,8 @@ class CallGrant:
     user_id: int | None = None
     trunk_id: int | None = None  # a phone call: the SIP trunk that delivered it
     caller_number: str = ""  # a phone call: who called (the From user)
-    greeting: str | None = None  # said instead of the persona's greeting (a voicemail message)
+    # said instead of the persona's greeting (outbound: a voicemail message; "" to a menu)
+    greeting: str | None = None
 
     @property
     def principal(self) -> str:

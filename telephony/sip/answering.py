@@ -10,10 +10,13 @@ brings them) with Silero VAD:
   agent speaks first);
 - speech still going after `LONG_SPEECH_S`: the audio so far is transcribed and
   its words decide: a screening prompt ("state your name", "screening", ...),
-  a voicemail greeting ("leave a message", "not available", "after the tone",
-  ...), or a person answering for a business ("how can I help"); without such
-  words, speech that runs on past `MONOLOGUE_S` is a **voicemail** greeting,
-  one that stops is a **person**.
+  an automated menu (**ivr**: "press 1", "dial the extension", unless it asks
+  for a message after the tone), a voicemail greeting ("leave a message", "not
+  available", "after the tone", ...), or a person answering for a business
+  ("how can I help"). Without such words they are read again every
+  `LOOK_AGAIN_S` of speech up to `MONOLOGUE_S` ("Thank you for calling Acme."
+  is how menus and greetings both begin); still none, speech that runs on is a
+  **voicemail** greeting, one that stops is a **person**.
 
 `BeepDetector` then waits for the greeting's beep: a steady tone (one spectral
 peak between 300 and 3,000 Hz holding most of the energy) for at least 160 ms,
@@ -37,6 +40,7 @@ SILENCE_AFTER_S = 0.8
 HUMAN_MAX_SPEECH_S = 2.0
 LONG_SPEECH_S = 2.2
 MONOLOGUE_S = 3.4
+LOOK_AGAIN_S = 0.5  # words not decisive yet: read them again after this much more speech
 NO_SPEECH_S = 4.0
 QUIET_AFTER_GREETING_S = 2.0
 
@@ -51,11 +55,19 @@ VOICEMAIL = re.compile(
     r"record your message|you('ve| have) reached|get back to you|away from"
 )
 PERSON = re.compile(r"how (can|may) i help|speaking|what can i do for you|this is \w+ speaking")
+MENU = re.compile(
+    r"\b(press|dial)\s+(the\s+)?([0-9*#]|zero|one|two|three|four|five|six|seven|eight|nine|"
+    r"star|pound|hash)\b|\bmenu\b|\bextension\b"
+)
+LEAVE_MESSAGE = re.compile(
+    r"leave (a|your|me a) (brief |short )?message|after the (tone|beep)|at the (tone|beep)|"
+    r"voice ?mail|mailbox"
+)
 
 
 @dataclass(frozen=True)
 class Answer:
-    kind: str  # "human", "voicemail", "screening", "silence"
+    kind: str  # "human", "voicemail", "screening", "ivr", "silence"
     at_s: float  # when it was decided, from the answer
     transcript: str = ""
     speech_s: float = 0.0
@@ -65,11 +77,19 @@ def kind_of(transcript: str, *, still_talking: bool) -> str:
     text = transcript.lower()
     if SCREENING.search(text):
         return "screening"
+    if MENU.search(text) and not LEAVE_MESSAGE.search(text):
+        return "ivr"
     if VOICEMAIL.search(text):
         return "voicemail"
     if PERSON.search(text):
         return "human"
     return "voicemail" if still_talking else "human"
+
+
+def decisive(transcript: str) -> bool:
+    """Whether the words alone tell who answered."""
+    text = transcript.lower()
+    return any(p.search(text) for p in (SCREENING, MENU, VOICEMAIL, PERSON))
 
 
 class AnsweringDetector:
@@ -83,6 +103,7 @@ class AnsweringDetector:
         self.t = 0.0
         self.first_voice: float | None = None
         self.last_voice: float | None = None
+        self._look_at_speech_s = LONG_SPEECH_S  # when the words are read (again)
 
     def push(self, pcm: bytes) -> None:
         samples = self._resampler.process(pcm16_to_float(pcm))
@@ -107,10 +128,14 @@ class AnsweringDetector:
         if quiet >= SILENCE_AFTER_S and speech < HUMAN_MAX_SPEECH_S:
             return Answer("human", self.t, speech_s=speech)
         talking = quiet < SILENCE_AFTER_S
-        if speech >= LONG_SPEECH_S and (talking or speech >= MONOLOGUE_S):
+        if speech >= self._look_at_speech_s and (talking or speech >= MONOLOGUE_S):
             text = (await self._transcribe(self._heard())).strip()
             still = self.last_voice - self.first_voice
             on = (self.t - self.last_voice) < SILENCE_AFTER_S
+            if on and still < MONOLOGUE_S and not decisive(text):
+                # hear more before it is called voicemail
+                self._look_at_speech_s = min(still + LOOK_AGAIN_S, MONOLOGUE_S)
+                return None
             return Answer(
                 kind_of(text, still_talking=on or still >= MONOLOGUE_S),
                 self.t,

@@ -83,7 +83,11 @@ class PhoneCall:
         hang_up_after_greeting: bool = False,
         sending: asyncio.Task[None] | None = None,
         output: PhoneAudioOut | None = None,
+        early_audio: bytearray | None = None,
     ) -> None:
+        """`early_audio`: what the other side said before the session started (an
+        automated menu heard while we found out who answered), heard by the
+        session first, with what comes until it starts."""
         self.invite = invite
         self.rtp = rtp
         # an outbound call's stream is already going (silence while it listened)
@@ -106,6 +110,7 @@ class PhoneCall:
         self._ended = asyncio.Event()
         self._closed = asyncio.Event()
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._early = early_audio
         rtp.on_audio = self._on_audio
         rtp.on_dtmf = self._on_dtmf
 
@@ -116,6 +121,9 @@ class PhoneCall:
     def begin(self, session: Session) -> None:
         """The session started and the call was answered: run it."""
         self.session = session
+        if self._early:
+            session.push_audio(bytes(self._early), RATE, 1)
+        self._early = None
         if self._sending is not None:
             self._tasks.add(self._sending)
         else:
@@ -137,6 +145,9 @@ class PhoneCall:
 
     def _on_audio(self, pcm: bytes, _timestamp: int) -> None:
         session = self.session
+        if session is None and self._early is not None:
+            self._early.extend(pcm)
+            return
         if session is None or self._ended.is_set():
             return
         try:

@@ -9,6 +9,9 @@ answered, `AnsweringDetector` listens to the callee's first seconds:
 - a person (or silence): the call becomes a realtime session like an inbound
   one, the persona's greeting first;
 - a call-screening assistant: the same, the agent introduces itself to it;
+- an automated menu (ivr): the same without the greeting, and what the menu
+  said while we listened is heard by the session too, so a persona with
+  `press_keys` can choose its option;
 - a voicemail greeting: `BeepDetector` waits for the beep, then the persona's
   `voicemail_message` is said and we hang up; with no message we hang up at once.
 
@@ -248,8 +251,11 @@ class Dialer:
         output: PhoneAudioOut,
         sending: asyncio.Task[None],
     ) -> None:
-        answer = await self._detect(rtp)
-        kind = {"silence": "answered", "human": "answered"}.get(answer.kind, answer.kind)
+        heard = bytearray()  # the callee's audio from the answer on
+        answer = await self._detect(rtp, heard)
+        kind = {"silence": "answered", "human": "answered", "ivr": "answered"}.get(
+            answer.kind, answer.kind
+        )
         await self._progress(job, kind, _describe(answer))
         greeting: str | None = None
         if kind == "voicemail":
@@ -262,6 +268,8 @@ class Dialer:
                 return
             await self._await_beep(rtp)
             greeting = job.voicemail_message
+        elif answer.kind == "ivr":
+            greeting = ""  # a machine waiting for keys: the persona listens first
         grant = CallGrant(
             org_id=job.org_id,
             persona_id=job.persona_id,
@@ -277,14 +285,16 @@ class Dialer:
             on_closed=functools.partial(self._closed, job, rtp_port),
             uac=leg._uac,
             transfer_to=job.transfer_to,
-            hang_up_after_greeting=greeting is not None,
+            hang_up_after_greeting=kind == "voicemail",
             sending=sending,
             output=output,
+            early_audio=heard if answer.kind == "ivr" else None,
         )
         try:
             session = await start_realtime_session(
                 grant=grant,
                 transport=call.transport,
+                keypad=call.output,
                 client_info={
                     "direction": "outbound",
                     "called": job.to,
@@ -305,7 +315,9 @@ class Dialer:
         await self._progress(job, kind, _describe(answer), call_id_from_session(session.id))
         call.begin(session)
 
-    async def _detect(self, rtp: CallSession) -> Answer:
+    async def _detect(self, rtp: CallSession, heard_pcm: bytearray) -> Answer:
+        """Who answered; what they said goes on into `heard_pcm` until the call
+        takes the stream."""
         inference = await get_inference()
         vad = await asyncio.to_thread(vad_model)
 
@@ -315,7 +327,12 @@ class Dialer:
 
         detector = AnsweringDetector(vad, transcribe)
         heard: asyncio.Queue[bytes] = asyncio.Queue()
-        rtp.on_audio = lambda pcm, _ts: heard.put_nowait(pcm)
+
+        def hear(pcm: bytes, _ts: int) -> None:
+            heard_pcm.extend(pcm)
+            heard.put_nowait(pcm)
+
+        rtp.on_audio = hear
         try:
             async with asyncio.timeout(DETECT_MAX_S):
                 while True:
@@ -328,7 +345,7 @@ class Dialer:
         except TimeoutError:
             return Answer("human", detector.t)
         finally:
-            rtp.on_audio = None
+            rtp.on_audio = lambda pcm, _ts: heard_pcm.extend(pcm)
             with contextlib.suppress(Exception):
                 await inference.close()
 

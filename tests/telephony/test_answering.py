@@ -19,7 +19,9 @@ from voiceapp.engine.audio import float_to_pcm16
 from voiceapp.engine.vad import SileroModel
 
 
-@pytest.mark.parametrize("name", ["vm_sarah", "vm_dental", "hu_hello", "hu_plumbing", "sc_google"])
+@pytest.mark.parametrize(
+    "name", ["vm_sarah", "vm_dental", "hu_hello", "hu_plumbing", "sc_google", "ivr_heating"]
+)
 async def test_greetings_are_told_apart_within_about_three_seconds(
     name: str, models: Any, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -31,7 +33,8 @@ async def test_greetings_are_told_apart_within_about_three_seconds(
 
     row = await classify(case, tmp_path_factory.mktemp("vm"), SileroModel(), transcribe)
     assert row["decided"] == case.kind, row
-    assert row["decided_at_s"] <= 3.2, row
+    # words that do not tell yet are read again up to 3.4 s of speech (MONOLOGUE_S)
+    assert row["decided_at_s"] <= 4.0, row
     if case.kind == "voicemail":  # then the end of the greeting: its beep, or a pause
         assert row["by"] == ("beep" if case.beep else "quiet"), row
         if case.beep:
@@ -57,6 +60,12 @@ def test_words_decide_a_long_greeting() -> None:
     assert kind_of("Acme plumbing, how can I help", still_talking=True) == "human"
     assert kind_of("Thanks for calling Green Valley Dental", still_talking=True) == "voicemail"
     assert kind_of("Thanks for calling Green Valley Dental", still_talking=False) == "human"
+    menu = "Thank you for calling Acme Heating. For sales, press 1. For repairs, press 2."
+    assert kind_of(menu, still_talking=True) == "ivr"
+    assert kind_of("Dial the extension you want now", still_talking=True) == "ivr"
+    # a mailbox that offers keys is still a mailbox
+    mailbox = "Leave a message after the tone, or press 0 for reception"
+    assert kind_of(mailbox, still_talking=True) == "voicemail"
 
 
 def test_quiet_hours_across_midnight() -> None:

@@ -18,9 +18,12 @@ from sessions import services
 from sessions.realtime.actions import (
     BUILT_IN,
     END_CALL,
+    NEEDS_KEYPAD,
+    PRESS_KEYS,
     TAKE_MESSAGE,
     TRANSFER_CALL,
     ActionResult,
+    Keypad,
 )
 from voiceapp.engine.tools import ToolSpec
 from voiceapp.personas.server_tools import ToolTarget, tool_call
@@ -32,6 +35,8 @@ NO_MESSAGE = "I'm sorry, I didn't get your message. What would you like me to pa
 COULD_NOT = "I'm sorry, I couldn't take your message just now. Please try again later."
 TOOL_APOLOGY = "I'm sorry, I couldn't check that just now. Please try again in a moment."
 _DIGITS = re.compile(r"\d")
+_KEYS = re.compile(r"[0-9*#A-D]{1,24}")  # 24 keys take 6 s to send
+_KEY_SEPARATORS = re.compile(r"[\s,.()-]")
 
 
 class PersonaActions:
@@ -45,14 +50,19 @@ class PersonaActions:
         handoff_text: str = "",
         handoff_url: str = "",
         tools: list[ToolTarget] | tuple[ToolTarget, ...] = (),
+        keypad: Keypad | None = None,
     ) -> None:
+        """`keypad`: the call's, on a phone call (press_keys is offered only then)."""
         self.call_id = call_id
+        self.keypad = keypad
         self.handoff_text = handoff_text.strip()
         self.handoff_url = handoff_url
         built_in = tuple(
             BUILT_IN[name]
             for name in BUILT_IN
-            if name in enabled and (name != TRANSFER_CALL or self.handoff_text)
+            if name in enabled
+            and (name != TRANSFER_CALL or self.handoff_text)
+            and (name not in NEEDS_KEYPAD or keypad is not None)
         )
         self.tools = {t.name: t for t in tools if t.name not in BUILT_IN}
         server = tuple(
@@ -72,6 +82,8 @@ class PersonaActions:
             return ActionResult(output=json.dumps({"ended": True}), hang_up=True)
         if name == TRANSFER_CALL:
             return await self._transfer(_text(args.get("reason")))
+        if name == PRESS_KEYS and self.keypad is not None:
+            return await _press_keys(self.keypad, self.call_id, _text(args.get("digits")))
         if name in self.tools:
             return await self._server_tool(self.tools[name], args)
         raise KeyError(name)
@@ -121,6 +133,19 @@ class PersonaActions:
         return ActionResult(
             output=json.dumps({"stored": True, "message_id": taken.pk}), say=MESSAGE_TAKEN
         )
+
+
+async def _press_keys(keypad: Keypad, call_id: str, digits: str) -> ActionResult:
+    """Send the digits as DTMF; the agent then listens (it says nothing)."""
+    keys = _KEY_SEPARATORS.sub("", digits).upper()
+    if not _KEYS.fullmatch(keys):
+        return ActionResult.failed(f"not keys to press: {digits[:40]!r}", "")
+    try:
+        await keypad.press(keys)
+    except Exception as exc:  # the call ended meanwhile
+        return ActionResult.failed(str(exc), "")
+    log.info("call %s: pressed %s", call_id, keys)
+    return ActionResult(output=json.dumps({"pressed": keys}))
 
 
 def _arguments(arguments: str) -> dict[str, Any]:

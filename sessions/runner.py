@@ -36,6 +36,7 @@ from sessions.lifecycle import CallSlots
 from sessions.live import LiveStore, live_store
 from sessions.models import Call
 from sessions.realtime import Limits, RealtimeSession, Transport
+from sessions.realtime.actions import Keypad
 from sessions.realtime.recorder import Usage
 from sessions.realtime.recording import CallAudioCapture, CaptureResult
 from sessions.record_buffer import UNREACHABLE, record_buffer
@@ -283,9 +284,11 @@ async def start_realtime_session(
     transport: Transport,
     client_info: dict[str, str],
     resume: str | None = None,
+    keypad: Keypad | None = None,
 ) -> RealtimeSession:
-    """Check the limits, open (or resume) the call record and start the session.
-    Raises AuthError when the call may not start."""
+    """Check the limits, open (or resume) the call record and start the session
+    (`keypad`: a phone call's, for the persona's press_keys action). Raises
+    AuthError when the call may not start."""
     persona = await db(persona_get_for_call)(org_id=grant.org_id, pk=grant.persona_id)
     store = live_store()
     history: list[dict[str, str]] = []
@@ -335,6 +338,7 @@ async def start_realtime_session(
             generation=generation,
             offset_s=offset_s,
             plan_max_duration_s=plan_limits.max_call_duration_s,
+            keypad=keypad,
         )
         undo.pop_all()  # started: from now on the session's close() ends it
     _watch_key(session, grant)
@@ -371,6 +375,7 @@ async def _open_session(
     generation: int,
     offset_s: float,
     plan_max_duration_s: int | None,
+    keypad: Keypad | None,
 ) -> RealtimeSession:
     """The call's record, models and session, started; what fails on the way is
     undone through `undo`."""
@@ -420,12 +425,13 @@ async def _open_session(
         handoff_text=persona.handoff_text,
         handoff_url=persona.handoff_url,
         tools=await db(persona_tool_targets)(persona=persona),
+        keypad=keypad,
     )
     config = call_config_from_persona(persona, own_llm=endpoint_llm is not None)
     config = replace(
         config, actions=actions.specs(), llm=replace(config.llm, tools=actions.specs())
     )
-    if grant.greeting is not None:  # an outbound call that reached voicemail: its message
+    if grant.greeting is not None:  # outbound: a voicemail message, or none for a menu
         config = replace(config, greeting=grant.greeting)
     await asyncio.to_thread(shared_encoder)  # loaded off the event loop, once a process
     call = VoiceCall(config, inference, await asyncio.to_thread(vad_model))

@@ -19,6 +19,11 @@ from voiceapp.engine.tools import ToolSpec
 TAKE_MESSAGE = "take_message"
 END_CALL = "end_call"
 TRANSFER_CALL = "transfer_call"
+PRESS_KEYS = "press_keys"
+# only where the call has a keypad to press (a phone call)
+NEEDS_KEYPAD = frozenset({PRESS_KEYS})
+# no filler line while these run: the other side is a machine that is listening for keys
+SILENT = frozenset({PRESS_KEYS})
 
 
 def _spec(name: str, description: str, properties: dict[str, dict[str, str]]) -> ToolSpec:
@@ -48,6 +53,12 @@ BUILT_IN: dict[str, ToolSpec] = {
         "manager or someone in particular.",
         {"reason": {"type": "string", "description": "Why the caller wants a person."}},
     ),
+    PRESS_KEYS: _spec(
+        PRESS_KEYS,
+        "Press keys on the phone's keypad (DTMF tones): to choose an option an "
+        "automated phone menu reads out, or to enter a number it asks for.",
+        {"digits": {"type": "string", "description": "The keys to press: 0-9, * and #."}},
+    ),
 }
 
 
@@ -69,6 +80,13 @@ class ActionResult:
     @classmethod
     def failed(cls, reason: str, say: str) -> ActionResult:
         return cls(output=json.dumps({"error": reason}), say=say, ok=False)
+
+
+class Keypad(Protocol):
+    """A call's keypad: the agent's digits go to the other side as DTMF."""
+
+    async def press(self, digits: str) -> None:
+        """Send `digits` (0-9, *, #, A-D), returning once they have been sent."""
 
 
 class Actions(Protocol):

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from sessions.realtime import events, protocol
-from sessions.realtime.actions import ActionResult, Actions
+from sessions.realtime.actions import SILENT, ActionResult, Actions
 from sessions.realtime.codecs import PCM_RATE, decode_append, to_pcm24_mono
 from sessions.realtime.errors import ClientError
 from sessions.realtime.limits import MAX_CLIENT_ITEMS, MAX_HISTORY_ITEMS, MAX_MANUAL_BUFFER_SECONDS
@@ -439,7 +439,7 @@ class RealtimeSession:
                 return  # the caller spoke since, and is being answered: no filler over it
             filler = self.translator.reply_for(self.call.say(ACTION_FILLER))
 
-        waiting = self._spawn(fill())
+        waiting = self._spawn(fill() if frame.name not in SILENT else asyncio.sleep(0))
         try:
             async with asyncio.timeout(ACTION_TIMEOUT_S):
                 result = await self._actions.run(frame.name, frame.arguments)

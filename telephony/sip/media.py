@@ -8,15 +8,19 @@ is resampled to 8 kHz and sent as one 20 ms packet per 20 ms against the
 clock (silence when the agent says nothing, so the far end's jitter buffer
 and any NAT on the way keep the stream). RFC 4733 digits are collected and
 handed on as one keypad entry after `DIGIT_GAP_S` without a new digit, or at
-"#"."""
+"#". Digits the agent presses (`KeyTones`) go out as RFC 4733 events in place
+of audio frames."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from aiortp.dtmf import DTMF_EVENTS, DtmfEvent
 from aiosipua import CallSession
 
 from sessions.playout import AudioQueue, FrameClock
@@ -29,14 +33,123 @@ FRAME_SAMPLES = RATE * FRAME_MS // 1000
 DIGIT_GAP_S = 1.5
 MAX_DIGITS = 32
 MAX_BUFFER_MS = 10_000
+KEY_MS = 160  # how long the agent holds each key
+KEY_GAP_MS = 100  # between two keys
+KEY_VOLUME = 10  # -dBm0, as telephones send
+
+
+EventSend = Callable[[bytes, int, bool], None]  # (telephone-event payload, timestamp, marker)
+
+
+class KeypadClosed(RuntimeError):
+    pass
+
+
+class KeyTones:
+    """Keys the agent presses, sent as RFC 4733 telephone-events on the audio's
+    clock. Each key takes the frames of `KEY_MS` in place of audio: one packet a
+    frame, all with the timestamp of the frame it began on and the duration so
+    far, the first marked; the last is sent three times with the end bit. Then
+    `KEY_GAP_MS` of audio frames before the next key."""
+
+    def __init__(self, send: EventSend, *, clock_per_frame: int = FRAME_SAMPLES) -> None:
+        self._send = send
+        self._step = clock_per_frame  # RTP clock units in one frame
+        self._frames_per_key = KEY_MS // FRAME_MS
+        self._gap_frames = KEY_GAP_MS // FRAME_MS
+        self._waiting: deque[tuple[int, asyncio.Future[None]]] = deque()
+        self._key: tuple[int, asyncio.Future[None]] | None = None
+        self._start = 0
+        self._frames = 0
+        self._gap = 0
+        self.sent = ""  # every key sent, in order
+
+    async def press(self, digits: str) -> None:
+        """Queue `digits` (0-9, *, #, A-D) and wait until the last has been sent."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[None] | None = None
+        for digit in digits:
+            done = loop.create_future()
+            self._waiting.append((DTMF_EVENTS[digit.upper()], done))
+        if done is not None:
+            await done
+
+    def cancel(self) -> None:
+        """The call ended: nothing more is sent; whoever waits is told (`KeypadClosed`)."""
+        pending = list(self._waiting) + ([self._key] if self._key else [])
+        self._waiting.clear()
+        self._key = None
+        for _, done in pending:
+            if not done.done():
+                done.set_exception(KeypadClosed("the call ended before the keys were sent"))
+
+    def frame(self, timestamp: int) -> bool:
+        """Send this frame's telephone-event packet, if a key is being pressed:
+        True when the frame is the keypad's (no audio goes out in it)."""
+        if self._gap:
+            self._gap -= 1
+            return False
+        if self._key is None:
+            if not self._waiting:
+                return False
+            self._key = self._waiting.popleft()
+            self._start, self._frames = timestamp, 0
+        event, done = self._key
+        self._frames += 1
+        duration = self._frames * self._step
+        if self._frames < self._frames_per_key:
+            packet = DtmfEvent(event=event, end=False, volume=KEY_VOLUME, duration=duration)
+            self._send(packet.serialize(), self._start, self._frames == 1)
+            return True
+        packet = DtmfEvent(event=event, end=True, volume=KEY_VOLUME, duration=duration)
+        for _ in range(3):  # RFC 4733 2.5.1.4: the end, three times
+            self._send(packet.serialize(), self._start, False)
+        self.sent += next(k for k, v in DTMF_EVENTS.items() if v == event)
+        self._key, self._gap = None, self._gap_frames
+        if not done.done():
+            done.set_result(None)
+        return True
+
+
+def rtp_event_sender(rtp: CallSession) -> EventSend:
+    """Sends one telephone-event packet on the call's RTP stream. aiortp's own
+    `send_dtmf` sends a whole key in one burst, on timestamp 0 unless told; its
+    sender sends one packet with the stream's sequence numbers, which is what
+    pacing the key needs."""
+    payload_type = dtmf_payload_type(rtp)
+
+    def send(payload: bytes, timestamp: int, marker: bool) -> None:
+        session = rtp.rtp_session
+        if session is None:
+            return
+        session._sender.send_raw(
+            payload_type, payload, timestamp, marker=int(marker), addr=session._remote_addr
+        )
+
+    return send
+
+
+def dtmf_payload_type(rtp: CallSession) -> int:
+    """The telephone-event payload type the call agreed on (101 if the answer has none)."""
+    audio = rtp.sdp_answer.audio
+    for codec in audio.codecs if audio is not None else []:
+        if codec.encoding_name.lower() == "telephone-event":
+            return codec.payload_type
+    return 101
 
 
 class PhoneAudioOut:
-    """Agent audio, paced out as 20 ms RTP packets (silence when it says nothing)."""
+    """Agent audio, paced out as 20 ms RTP packets (silence when it says nothing),
+    and the keys the agent presses (`keys`) in place of some frames."""
 
     def __init__(self, rtp: CallSession) -> None:
         self._rtp = rtp
         self.queue = AudioQueue(RATE, max_buffer_ms=MAX_BUFFER_MS)
+        self.keys = KeyTones(rtp_event_sender(rtp))
+
+    async def press(self, digits: str) -> None:
+        """Press `digits` on the call's keypad (the session's `Keypad`)."""
+        await self.keys.press(digits)
 
     @property
     def packets_sent(self) -> int:
@@ -57,10 +170,15 @@ class PhoneAudioOut:
 
     async def run(self) -> None:
         clock = FrameClock(FRAME_MS / 1000)
-        while True:
-            await clock.tick()
-            timestamp = (clock.frames * FRAME_SAMPLES) & 0xFFFFFFFF
-            self._rtp.send_audio_pcm(self.queue.take(FRAME_SAMPLES), timestamp)
+        try:
+            while True:
+                await clock.tick()
+                timestamp = (clock.frames * FRAME_SAMPLES) & 0xFFFFFFFF
+                if not self.keys.frame(timestamp):
+                    self._rtp.send_audio_pcm(self.queue.take(FRAME_SAMPLES), timestamp)
+        finally:
+            with contextlib.suppress(Exception):
+                self.keys.cancel()
 
 
 class DigitCollector:

@@ -401,6 +401,7 @@ class SipServer:
             session = await start_realtime_session(
                 grant=grant,
                 transport=call.transport,
+                keypad=call.output,
                 client_info={
                     "called": route.number,
                     "caller": _caller_user(invite),

@@ -165,3 +165,57 @@ def test_a_handoff_is_only_made_when_transfer_call_is_on() -> None:
     ]
     args = arguments("It's Ann Lee on 07700 900456, please call me about my order.", history)
     assert args["name"] == "Ann Lee" and args["callback_number"] == "07700 900456"
+
+
+GOAL = (
+    "You are calling Acme Heating for a customer whose boiler is broken, to book a repair. "
+    "Be brief and polite."
+)
+KEYPAD = frozenset({"press_keys", "end_call"})
+
+
+def pressed(text: str, goal: str = GOAL) -> str | None:
+    planned = plan(text, [], KEYPAD, goal)
+    if planned is None or planned.call is None or planned.call.name != "press_keys":
+        return None
+    return str(json.loads(planned.call.arguments)["digits"])
+
+
+@pytest.mark.parametrize(
+    ("menu", "key"),
+    [
+        (
+            "Thank you for calling Acme Heating. For sales, press 1. For repairs or to report "
+            "a fault, press 2. For billing, press 3. To speak to an operator, press 0.",
+            "2",
+        ),
+        ("Press one for new orders, press two for repairs, press three for accounts.", "2"),
+        ("For a new boiler press 4. For servicing press 5.", "4"),
+        # a pause before "press" that Whisper wrote as a full stop
+        ("Thank you for calling. For sales, press 1. For repairs. Press 2. For billing.", "2"),
+        # nothing in common with the goal: the option for a person
+        ("For opening hours press 1, to speak to someone press the star key.", "*"),
+        ("If you know the extension, dial it now. For all other enquiries, press 9.", "9"),
+    ],
+)
+def test_an_automated_menu_gets_the_key_for_what_the_call_is_for(menu: str, key: str) -> None:
+    assert pressed(menu) == key
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Hello, Acme Heating, how can I help?",
+        "Please hold while we connect you.",
+        "For opening hours press 1. For our address press 2.",  # no option fits, no person
+        "I'll press the button for you.",
+    ],
+)
+def test_what_is_not_a_menu_or_has_no_fitting_option_presses_nothing(text: str) -> None:
+    assert pressed(text) is None
+
+
+def test_a_menu_is_only_answered_with_keys_where_press_keys_is_on() -> None:
+    menu = "For repairs, press 2."
+    assert plan(menu, [], frozenset({"take_message", "end_call"}), GOAL) is None
+    assert pressed(menu) == "2"

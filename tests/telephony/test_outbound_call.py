@@ -132,3 +132,46 @@ async def test_a_person_who_answers_is_greeted(
     heard = await models.transcribe(resample(audio, rate, 16000), "en")
     assert {"help", "today"} & words(heard.text), heard.text  # the persona's greeting
     assert not words(MESSAGE) & {"bakery", "order"} & words(heard.text)
+
+
+MENU = (
+    "Thank you for calling Acme Heating. For sales, press one. For repairs, press two. "
+    "For billing, press three."
+)
+GOAL = "You are calling Acme Heating for a customer whose boiler is broken, to book a repair."
+
+
+async def test_an_automated_menu_is_answered_with_the_key_for_what_the_call_is_for(
+    tenant_a: Tenant, secret_key_a: str, sip_server: SipServer, tmp_path: Path
+) -> None:
+    """The callee is a phone menu: it is told apart from a person and a mailbox, the
+    agent does not greet it, and the persona's press_keys sends the key of the option
+    its instructions ask for, as RFC 4733 events the callee's baresip receives."""
+    menu = piper_clip(MENU)
+    wav = call_wav(
+        tmp_path / "menu.wav",
+        [np.zeros(menu.rate // 2, np.float32), menu.samples, np.zeros(12 * menu.rate, np.float32)],
+        menu.rate,
+    )
+    callee = Baresip(tmp_path / "callee", caller="+15550109878", port=free_sip_port())
+    async with Listener(callee, wav) as menu_line:
+        await sync_to_async(_set_up)(tenant_a, callee.port)
+        await sync_to_async(_navigates_menus)(tenant_a)
+        outbound = await _finished(await _place(secret_key_a, "+15550109878"))
+        output = menu_line.output
+    call = await Call.objects.aget(pk=outbound.call_id)
+    assert call.client_info["answered_by"] == "ivr", outbound.detail
+    items = [(i.role, i.text) async for i in call.items.order_by("at_s")]
+    tools = [text for role, text in items if role == "tool"]
+    assert tools and tools[0].startswith("press_keys"), items
+    assert "received event: '2' (end=1)" in output, output[-3000:]
+    assert not any(f"received event: '{k}'" in output for k in "013456789*#"), output[-3000:]
+    first = next(role for role, _ in items if role != "user")
+    assert first == "tool", items  # the agent said nothing to the menu before it pressed
+
+
+def _navigates_menus(tenant: Tenant) -> None:
+    persona = tenant.org.personas.get()
+    persona.instructions = GOAL
+    persona.actions = ["press_keys"]
+    persona.save()

@@ -15,6 +15,10 @@ are taken by rules, as facts are answered as written:
   "Put me through to the manager") is handed over; this comes before the rules
   above, so asking for a person after an offer of a message is not the message.
   With transfer_call off and take_message on, such a caller is offered a message.
+- press_keys (phone calls only): the other side is an automated menu ("For
+  sales, press 1. For repairs, press 2."): the option whose words share the most
+  terms with the persona's instructions (what the call is for) is pressed; with
+  none in common, the one for an operator or a person, if the menu has one.
 
 With a persona's own (larger) LLM endpoint the model chooses, and these rules
 stay out of its way. The rules are `plan()`: a caller's turn, the agent's words
@@ -26,6 +30,7 @@ import json
 import re
 from dataclasses import dataclass
 
+from .knowledge import terms
 from .llm import Message
 from .prompt import MESSAGE_DECLINE
 from .tools import ToolCall, new_call_id
@@ -33,7 +38,9 @@ from .tools import ToolCall, new_call_id
 TAKE_MESSAGE = "take_message"
 END_CALL = "end_call"
 TRANSFER_CALL = "transfer_call"
-RULED = frozenset({TAKE_MESSAGE, END_CALL, TRANSFER_CALL})  # the actions these rules take
+PRESS_KEYS = "press_keys"
+# the actions these rules take
+RULED = frozenset({TAKE_MESSAGE, END_CALL, TRANSFER_CALL, PRESS_KEYS})
 ASK_FOR_MESSAGE = (
     "Of course. Please tell me your name, a number to call you back on, and your message."
 )
@@ -88,6 +95,35 @@ _NOT_NAMES = {
     *("Today", "Tomorrow", "Tonight"),
 }
 _NUMBER = re.compile(r"\+?\d[\d\s().-]{5,}\d")
+# An automated menu's options, as Whisper writes them: "For sales, press 1",
+# "For repairs. Press 2." (a pause read as a full stop), "To report a fault press
+# two", "Press 3 for billing", "press the star key to ...".
+_KEY_WORDS = {
+    **dict(
+        zip("zero one two three four five six seven eight nine".split(), "0123456789", strict=True)
+    ),
+    "oh": "0",
+    "star": "*",
+    "asterisk": "*",
+    "pound": "#",
+    "hash": "#",
+}
+_KEY = r"(?:the\s+)?(?P<key>[0-9*#]|" + "|".join(_KEY_WORDS) + r")(?:\s+key)?"
+_OPTION_AFTER = re.compile(
+    r"\b(?:for|to|if)\s+(?P<what>[^.;:!?]{1,80}?)[\s,.]*(?:please\s+)?(?:press|dial|select)\s+"
+    + _KEY
+    + r"\b",
+    re.I,
+)
+_OPTION_BEFORE = re.compile(
+    r"\b(?:press|dial|select)\s+" + _KEY + r"[\s,]+(?:for|to|if)\s+(?P<what>[^.;:!?,]{1,80})",
+    re.I,
+)
+_OPERATOR = re.compile(
+    r"\b(operator|receptionist|representative|agent|person|someone|somebody|staff|"
+    r"all other|any other|anything else|other enquiries|other inquiries)\b",
+    re.I,
+)
 
 
 @dataclass(frozen=True)
@@ -98,9 +134,14 @@ class Plan:
     say: str | None = None
 
 
-def plan(text: str, history: list[Message], actions: frozenset[str]) -> Plan | None:
-    """The caller said `text` after `history` (which may end with `text` itself).
-    None: the turn is the LLM's."""
+def plan(text: str, history: list[Message], actions: frozenset[str], goal: str = "") -> Plan | None:
+    """The caller said `text` after `history` (which may end with `text` itself);
+    `goal`: what the call is for (the persona's instructions). None: the turn is
+    the LLM's."""
+    if PRESS_KEYS in actions:
+        key = menu_choice(text, goal)
+        if key is not None:
+            return Plan(call=ToolCall(new_call_id(), PRESS_KEYS, json.dumps({"digits": key})))
     history = list(history)
     if history and history[-1]["role"] == "user" and history[-1]["content"] == text:
         history.pop()
@@ -123,6 +164,41 @@ def plan(text: str, history: list[Message], actions: frozenset[str]) -> Plan | N
             return Plan(say=ASK_FOR_MESSAGE)
     if END_CALL in actions and _GOODBYE.search(text) and "?" not in text:
         return Plan(call=ToolCall(new_call_id(), END_CALL, "{}"))
+    return None
+
+
+def menu_options(text: str) -> list[tuple[str, str]]:
+    """The options an automated menu read out, in order: (key, what it is for).
+    A menu says them one way ("For sales, press 1") or the other ("Press 1 for
+    sales"); read both ways, the way that finds more options is the menu's."""
+    readings: list[list[tuple[str, str]]] = []
+    for pattern in (_OPTION_AFTER, _OPTION_BEFORE):
+        options: dict[str, str] = {}
+        for match in pattern.finditer(text):
+            raw = match.group("key").lower()
+            options.setdefault(_KEY_WORDS.get(raw, raw), match.group("what").strip())
+        readings.append(list(options.items()))
+    return max(readings, key=len)
+
+
+def menu_choice(text: str, goal: str) -> str | None:
+    """The key to press for `goal` in the menu `text` reads out: the option that
+    shares most terms with the goal, else one for a person; None when `text` is
+    not a menu or no option fits."""
+    options = menu_options(text)
+    if not options:
+        return None
+    wanted = set(terms(goal))
+    best: tuple[int, str] | None = None
+    for key, what in options:
+        shared = len(wanted & set(terms(what)))
+        if shared and (best is None or shared > best[0]):
+            best = (shared, key)
+    if best is not None:
+        return best[1]
+    for key, what in options:
+        if _OPERATOR.search(what):
+            return key
     return None
 
 

@@ -3,7 +3,7 @@
 `ReplyPlanner.decide` is asked once per reply, by the writer, and tries in order:
 
 1. the rules for the persona's built-in actions (intents.py): a take_message,
-   end_call or transfer_call they make, or a line they say;
+   end_call, transfer_call or press_keys they make, or a line they say;
 2. for the embedded model, the tool router (router.py): a call made at once
    when each argument has one value, or the LLM asked for that one call with
    its arguments held to the caller's words; a turn with no route is offered
@@ -86,7 +86,11 @@ class ReplyPlanner:
     ) -> Decision:
         """The decision for a reply to the history (and `user_text`, a turn not in
         it yet, read against the facts as `turn`), asked with `options`."""
-        planned = self._plan(settings, user_text, options) if instructions is None else None
+        planned = (
+            self._plan(settings, user_text, options, prompt.instructions)
+            if instructions is None
+            else None
+        )
         if planned is not None and planned.call is not None:
             return Decision(options, call=planned.call)
         if planned is None and settings.route_tools and options.backend == "local":
@@ -109,9 +113,10 @@ class ReplyPlanner:
     # ----- tools -------------------------------------------------------------
 
     def _plan(
-        self, settings: WriterSettings, user_text: str | None, options: LLMOptions
+        self, settings: WriterSettings, user_text: str | None, options: LLMOptions, goal: str
     ) -> intents.Plan | None:
-        """What the rules make of the caller's last words, for the actions offered."""
+        """What the rules make of the caller's last words, for the actions offered
+        (`goal`: what the call is for, the persona's instructions)."""
         offered = set(options.offered_tools)
         actions = frozenset(a.name for a in settings.rule_actions if a in offered)
         if not actions:
@@ -119,7 +124,7 @@ class ReplyPlanner:
         text = user_text if user_text is not None else self._last_user_text()
         if text is None:
             return None
-        return intents.plan(text, self._history.messages, actions)
+        return intents.plan(text, self._history.messages, actions, goal)
 
     async def _route(
         self, settings: WriterSettings, options: LLMOptions, user_text: str | None

@@ -69,7 +69,7 @@ class PersonaSerializer(serializers.ModelSerializer):
         required=False,
         max_length=len(Action.choices),
         help_text="Built-in actions the agent may take: take_message, end_call, "
-        "transfer_call (which needs handoff_text).",
+        "transfer_call (which needs handoff_text), press_keys (phone calls: automated menus).",
     )
     llm_endpoint = serializers.PrimaryKeyRelatedField(
         queryset=LLMEndpoint.objects.none(),

@@ -87,6 +87,7 @@ class Action(models.TextChoices):
     TAKE_MESSAGE = "take_message", "Take a message (name, callback number, message)"
     END_CALL = "end_call", "End the call when the caller is done"
     TRANSFER_CALL = "transfer_call", "Hand the caller to a person (says the handoff text)"
+    PRESS_KEYS = "press_keys", "Press keys to answer automated phone menus (phone calls)"
 
 
 _SIP_URI = re.compile(r"^sips?:[A-Za-z0-9._~+%!*'()-]+@[A-Za-z0-9.-]+(:[0-9]{1,5})?$")

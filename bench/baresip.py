@@ -27,8 +27,7 @@ audio_source\t\taufile,{source}
 audio_alert\t\taufile,/dev/null
 module_path\t\t/usr/lib/baresip/modules
 module\t\t\tstdio.so
-module\t\t\tg711.so
-module\t\t\taufile.so
+{codecs}module\t\t\taufile.so
 module\t\t\tsndfile.so
 module_tmp\t\tuuid.so
 module_tmp\t\taccount.so
@@ -84,14 +83,19 @@ class CallResult:
 
 
 class Baresip:
-    def __init__(self, workdir: Path, *, caller: str, port: int) -> None:
+    def __init__(
+        self, workdir: Path, *, caller: str, port: int, codecs: tuple[str, ...] = ("g711",)
+    ) -> None:
+        """`codecs`: baresip's codec modules, offered in this order (g722, g711)."""
         self.workdir = workdir
         self.caller = caller
         self.port = port
+        self.codecs = codecs
         workdir.mkdir(parents=True, exist_ok=True)
 
     def _configure(self, source: Path, *, auto_answer: bool = False) -> None:
-        text = CONFIG.format(port=self.port, workdir=self.workdir, source=source)
+        modules = "".join(f"module\t\t\t{name}.so\n" for name in self.codecs)
+        text = CONFIG.format(port=self.port, workdir=self.workdir, source=source, codecs=modules)
         (self.workdir / "config").write_text(text)
         answer = ";answermode=auto" if auto_answer else ""
         (self.workdir / "accounts").write_text(f"<sip:{self.caller}@127.0.0.1>;regint=0{answer}\n")
@@ -219,10 +223,12 @@ class Listener:
                 await asyncio.wait_for(self._reader, 2)
 
 
-def call_wav(path: Path, parts: list[np.ndarray], rate: int) -> Path:
-    """Float mono pieces at `rate` joined into an 8 kHz 16-bit WAV, with ±1 LSB of dither."""
-    samples = resample(np.concatenate(parts), rate, 8000)
+def call_wav(path: Path, parts: list[np.ndarray], rate: int, *, out_rate: int = 8000) -> Path:
+    """Float mono pieces at `rate` joined into a 16-bit WAV at `out_rate` (baresip
+    plays a file at the codec's rate: 8 kHz for G.711, 16 kHz for G.722), with ±1
+    LSB of dither."""
+    samples = resample(np.concatenate(parts), rate, out_rate)
     lsb = 1.0 / 32768.0
     samples = samples + np.random.default_rng(7).integers(-1, 2, len(samples)) * lsb
-    write_wav(path, samples.astype(np.float32), 8000)
+    write_wav(path, samples.astype(np.float32), out_rate)
     return path

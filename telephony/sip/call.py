@@ -26,7 +26,7 @@ from aiosipua import CallSession, IncomingCall
 from aiosipua.uac import SipUAC
 
 from sessions.realtime import new_id
-from telephony.sip.media import RATE, DigitCollector, PhoneAudioOut, PhoneTransport
+from telephony.sip.media import DigitCollector, PhoneAudioOut, PhoneTransport
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,7 @@ class PhoneCall:
         """The session started and the call was answered: run it."""
         self.session = session
         if self._early:
-            session.push_audio(bytes(self._early), RATE, 1)
+            session.push_audio(bytes(self._early), self.output.rate, 1)
         self._early = None
         if self._sending is not None:
             self._tasks.add(self._sending)
@@ -151,7 +151,7 @@ class PhoneCall:
         if session is None or self._ended.is_set():
             return
         try:
-            session.push_audio(pcm, RATE, 1)
+            session.push_audio(pcm, self.output.rate, 1)
         except (ValueError, RuntimeError) as exc:  # the call closed, or bad audio
             log.debug("phone call %s: input audio dropped: %s", self.sip_call_id, exc)
 

@@ -1,10 +1,11 @@
 """A phone call's media: RTP in and out through aiortp, and the transport the
 realtime session talks to.
 
-Caller audio arrives as G.711 (PCMU or PCMA) at 8 kHz; aiortp's jitter buffer
-puts packets back in order and conceals a lost one, and the decoded PCM16
-goes to the session. Agent audio comes from the session at the engine's rate,
-is resampled to 8 kHz and sent as one 20 ms packet per 20 ms against the
+Caller audio arrives as G.711 (PCMU or PCMA) at 8 kHz or G.722 at 16 kHz;
+aiortp's jitter buffer puts packets back in order and conceals a lost one, and
+the decoded PCM16 goes to the session. Agent audio comes from the session at
+the engine's rate, is resampled to the codec's rate and sent as one 20 ms
+packet per 20 ms against the
 clock (silence when the agent says nothing, so the far end's jitter buffer
 and any NAT on the way keep the stream). RFC 4733 digits are collected and
 handed on as one keypad entry after `DIGIT_GAP_S` without a new digit, or at
@@ -27,7 +28,7 @@ from sessions.playout import AudioQueue, FrameClock
 
 log = logging.getLogger(__name__)
 
-RATE = 8000
+RATE = 8000  # G.711's sample rate, and the RTP clock of G.711 and G.722
 FRAME_MS = 20
 FRAME_SAMPLES = RATE * FRAME_MS // 1000
 DIGIT_GAP_S = 1.5
@@ -143,9 +144,13 @@ class PhoneAudioOut:
     and the keys the agent presses (`keys`) in place of some frames."""
 
     def __init__(self, rtp: CallSession) -> None:
+        """`rtp`: started, so its codec is known."""
         self._rtp = rtp
-        self.queue = AudioQueue(RATE, max_buffer_ms=MAX_BUFFER_MS)
-        self.keys = KeyTones(rtp_event_sender(rtp))
+        self.rate = rtp.codec_sample_rate  # of the PCM in and out: 16 kHz for G.722
+        self._frame_samples = self.rate * FRAME_MS // 1000
+        self._clock_step = rtp.clock_rate * FRAME_MS // 1000  # RTP timestamp units a frame
+        self.queue = AudioQueue(self.rate, max_buffer_ms=MAX_BUFFER_MS)
+        self.keys = KeyTones(rtp_event_sender(rtp), clock_per_frame=self._clock_step)
 
     async def press(self, digits: str) -> None:
         """Press `digits` on the call's keypad (the session's `Keypad`)."""
@@ -173,9 +178,9 @@ class PhoneAudioOut:
         try:
             while True:
                 await clock.tick()
-                timestamp = (clock.frames * FRAME_SAMPLES) & 0xFFFFFFFF
+                timestamp = (clock.frames * self._clock_step) & 0xFFFFFFFF
                 if not self.keys.frame(timestamp):
-                    self._rtp.send_audio_pcm(self.queue.take(FRAME_SAMPLES), timestamp)
+                    self._rtp.send_audio_pcm(self.queue.take(self._frame_samples), timestamp)
         finally:
             with contextlib.suppress(Exception):
                 self.keys.cancel()

@@ -116,7 +116,7 @@ async def test_a_caller_asks_hears_the_answer_presses_a_key_and_hangs_up(
     assert call.transport == "sip" and call.source == "phone"
     assert call.caller_number == CALLER and call.key_name == "loopback"
     assert call.end_reason == "hangup"
-    assert call.client_info["called"] == NUMBER
+    assert call.client_info["called"] == NUMBER and call.client_info["codec"] == "PCMU"
     items = [(i.role, i.text) async for i in call.items.order_by("at_s")]
     user_lines = [text for role, text in items if role == "user"]
     assert any({"opening", "hours"} <= words(text) for text in user_lines), items
@@ -130,6 +130,33 @@ async def test_a_caller_asks_hears_the_answer_presses_a_key_and_hangs_up(
     assert ended["data"]["call_id"] == str(call.pk)
     assert sip_server.calls == {}
     assert sip_server.ports._allocated == set()
+
+
+async def test_a_wideband_caller_is_answered_in_g722(
+    tenant_a: Tenant, sip_server: SipServer, models: Any, tmp_path: Path
+) -> None:
+    """A caller that offers G.722 first (an HD-voice phone or PBX) is answered in it:
+    16 kHz both ways, what Whisper hears best."""
+    question = piper_clip("What are your opening hours?")
+    rate = question.rate
+    quiet = np.zeros
+    wav = call_wav(
+        tmp_path / "question16k.wav",
+        [quiet(int(3.5 * rate), np.float32), question.samples, quiet(12 * rate, np.float32)],
+        rate,
+        out_rate=16000,
+    )
+    phone = Baresip(tmp_path / "hd", caller=CALLER, port=free_sip_port(), codecs=("g722", "g711"))
+    result = await phone.call(f"sip:{NUMBER}@127.0.0.1:{sip_server.port}", wav, timeout_s=40)
+    assert result.established, result.output[-3000:]
+    assert "G722" in result.output, result.output[-3000:]
+    audio, rate = result.heard()
+    heard = await models.transcribe(resample(audio, rate, 16000), "en")
+    assert len(words(heard.text) & words(HOURS)) >= 5, heard.text
+    call = await _ended_call(tenant_a)
+    assert call.client_info["codec"] == "G722"
+    items = [(i.role, i.text) async for i in call.items.order_by("at_s")]
+    assert any({"opening", "hours"} <= words(t) for r, t in items if r == "user"), items
 
 
 HANDOFF = "I will put you through to the front desk now."

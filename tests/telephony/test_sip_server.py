@@ -159,7 +159,7 @@ async def test_digest_trunk(server: SipServer, phone_setup: dict[str, Any]) -> N
 async def test_codec_we_do_not_speak_is_488(server: SipServer, phone_setup: dict[str, Any]) -> None:
     async with SipClient("127.0.0.1", server.port) as client:
         invite = client.invite(NUMBER)
-        client.send(invite.request(body=sdp_offer([9, 18])))  # G.722 and G.729 only
+        client.send(invite.request(body=sdp_offer([18, 3])))  # G.729 and GSM only
         response = await client.final(invite.call_id)
         assert response.status_code == 488
         no_sdp = client.invite(NUMBER)

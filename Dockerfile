@@ -4,7 +4,7 @@ FROM python:3.11-slim-bookworm
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
 RUN apt-get update \
  && apt-get install -y --no-install-recommends build-essential cmake \
-    libpango-1.0-0 libpangoft2-1.0-0 \
+    libpango-1.0-0 libpangoft2-1.0-0 libopus0 \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app

@@ -12,12 +12,13 @@ import contextlib
 import random
 import socket
 import time
+import wave
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from voiceapp.engine.audio import read_wav, resample, write_wav
+from voiceapp.engine.audio import float_to_pcm16, read_wav, resample, write_wav
 
 CONFIG = """\
 poll_method\t\tepoll
@@ -223,12 +224,22 @@ class Listener:
                 await asyncio.wait_for(self._reader, 2)
 
 
-def call_wav(path: Path, parts: list[np.ndarray], rate: int, *, out_rate: int = 8000) -> Path:
-    """Float mono pieces at `rate` joined into a 16-bit WAV at `out_rate` (baresip
-    plays a file at the codec's rate: 8 kHz for G.711, 16 kHz for G.722), with ±1
-    LSB of dither."""
+def call_wav(
+    path: Path, parts: list[np.ndarray], rate: int, *, out_rate: int = 8000, channels: int = 1
+) -> Path:
+    """Float mono pieces at `rate` joined into a 16-bit WAV at `out_rate`, with ±1
+    LSB of dither. baresip plays a file only at the codec's rate and channels: 8 kHz
+    mono for G.711, 16 kHz for G.722, 48 kHz stereo for Opus."""
     samples = resample(np.concatenate(parts), rate, out_rate)
     lsb = 1.0 / 32768.0
     samples = samples + np.random.default_rng(7).integers(-1, 2, len(samples)) * lsb
-    write_wav(path, samples.astype(np.float32), out_rate)
+    if channels == 1:
+        write_wav(path, samples.astype(np.float32), out_rate)
+        return path
+    with wave.open(str(path), "wb") as wav:  # the same samples on every channel
+        wav.setnchannels(channels)
+        wav.setsampwidth(2)
+        wav.setframerate(out_rate)
+        pcm = np.frombuffer(float_to_pcm16(samples.astype(np.float32)), np.int16)
+        wav.writeframes(np.repeat(pcm, channels).tobytes())
     return path

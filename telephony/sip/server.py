@@ -8,7 +8,7 @@ nothing held:
    routes it to a persona;
 3. the trunk (`TrunkAuthenticator`): an allowed address, or a digest answer
    (401 with a challenge first); 403 otherwise;
-4. the offer: an SDP body with G722, PCMU or PCMA: 488 otherwise;
+4. the offer: an SDP body with Opus, G722, PCMU or PCMA: 488 otherwise;
 5. the call's admission (`start_realtime_session`: quota, the org's cap,
    the inference pool): 503 with Retry-After when busy, 403 when refused.
 
@@ -49,10 +49,23 @@ log = logging.getLogger(__name__)
 
 db = functools.partial(database_sync_to_async, thread_sensitive=False)
 
-# G.722 (wideband, 16 kHz: what Whisper hears best) where the caller offers it,
-# else G.711 in the caller's order
-WIDEBAND = [9] if importlib.util.find_spec("G722") else []  # G722: aiortp's needs the package
+# Wideband where the caller offers it (Opus at 48 kHz, G.722 at 16 kHz: Whisper
+# hears them better than 8 kHz), in the caller's order; else G.711. aiortp's Opus
+# needs opuslib (and libopus), its G.722 the G722 package.
+G722 = 9
 NARROWBAND = [0, 8]  # PCMU, PCMA
+HAS_G722 = importlib.util.find_spec("G722") is not None
+
+
+def _opus_works() -> bool:
+    try:  # opuslib raises a plain Exception when libopus is missing
+        import opuslib  # noqa: F401
+    except Exception:
+        return False
+    return True
+
+
+HAS_OPUS = _opus_works()
 USER_AGENT = "voiceapp"
 RETRY_AFTER_S = 5
 
@@ -384,10 +397,11 @@ class SipServer:
                 invite,
                 488,
                 "Not Acceptable Here",
-                {"Warning": '305 - "G722, PCMU or PCMA needed"'},
+                {"Warning": '305 - "Opus, G722, PCMU or PCMA needed"'},
             )
             return
         try:
+            _prepare_opus(rtp, invite.sdp_offer)
             await rtp.start()
         except Exception:
             log.exception("SIP: the RTP stream for %s could not start", route.number)
@@ -514,13 +528,48 @@ def _caller_user(invite: IncomingCall) -> str:
 
 
 def _codecs_for(offer: Any) -> list[int]:
-    """The payload types we answer with: G.722 when offered, else G.711."""
-    offered = {c.payload_type for c in offer.audio.codecs} if offer.audio is not None else set()
-    return WIDEBAND if WIDEBAND and offered & set(WIDEBAND) else NARROWBAND
+    """The payload types we may answer with: the wideband codecs the caller offers
+    (Opus under whatever dynamic payload type it gave it), else G.711."""
+    wideband = []
+    for codec in offer.audio.codecs if offer.audio is not None else []:
+        if codec.payload_type == G722 and HAS_G722:
+            wideband.append(G722)
+        elif _is_opus(codec) and HAS_OPUS:
+            wideband.append(codec.payload_type)
+    return wideband or NARROWBAND
+
+
+def _is_opus(codec: Any) -> bool:
+    return bool(
+        codec.encoding_name.lower() == "opus"
+        and codec.clock_rate == 48000
+        and 96 <= codec.payload_type <= 127
+    )
+
+
+def _prepare_opus(rtp: CallSession, offer: Any) -> None:
+    """Opus chosen: aiortp makes its codec by payload type number, so the caller's
+    dynamic one is registered for Opus; our answer names it as RFC 7587 has it
+    (opus/48000/2: aiosipua leaves out the channels, and callers then find no match)."""
+    pt = rtp.chosen_payload_type
+    chosen = next((c for c in offer.audio.codecs if c.payload_type == pt), None)
+    if chosen is None or not _is_opus(chosen):
+        return
+    from aiortp.codecs import register_codec
+    from aiortp.codecs.opus import OpusCodec
+
+    register_codec(pt, OpusCodec)
+    audio = rtp.sdp_answer.audio
+    if audio is not None:
+        maps = audio.attributes.get("rtpmap", [])
+        audio.attributes["rtpmap"] = [
+            f"{pt} opus/48000/2" if m.split()[0] == str(pt) else m for m in maps
+        ]
 
 
 def _codec_name(payload_type: int) -> str:
-    return {0: "PCMU", 8: "PCMA", 9: "G722"}.get(payload_type, str(payload_type))
+    names = {0: "PCMU", 8: "PCMA", 9: "G722"}
+    return names.get(payload_type, "opus" if 96 <= payload_type <= 127 else str(payload_type))
 
 
 def _refusal(exc: AuthError) -> tuple[int, str, dict[str, str]]:

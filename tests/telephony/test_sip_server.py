@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from aiosipua.sdp import parse_sdp
 from asgiref.sync import sync_to_async
 from django.db import connections
 
@@ -16,7 +17,7 @@ from billing.services import subscription_for
 from sessions.live import live_store
 from sessions.models import Call
 from telephony import services
-from telephony.sip.server import SipServer
+from telephony.sip.server import SipServer, _codecs_for
 from tests.support.sip import SipClient, options, sdp_offer
 from tests.support.tenants import Tenant
 
@@ -204,3 +205,15 @@ async def test_invite_flood_is_rate_limited(server: SipServer, phone_setup: dict
         assert server.stats.responses[503] == 35
         await still_answers(client)  # OPTIONS are not INVITEs
     await no_slot_held(phone_setup["org"].pk)
+
+
+def test_wideband_codecs_are_chosen_where_offered() -> None:
+    """Opus (under the caller's dynamic payload type) and G.722 before G.711."""
+    opus = (
+        "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\n"
+        "m=audio 4000 RTP/AVP 96 9 0 101\r\na=rtpmap:96 opus/48000/2\r\n"
+        "a=rtpmap:9 G722/8000\r\na=rtpmap:0 PCMU/8000\r\na=rtpmap:101 telephone-event/8000\r\n"
+    )
+    assert _codecs_for(parse_sdp(opus)) == [96, 9]
+    assert _codecs_for(parse_sdp(sdp_offer([0, 8]))) == [0, 8]
+    assert _codecs_for(parse_sdp(sdp_offer([8, 9]))) == [9]

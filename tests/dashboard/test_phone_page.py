@@ -3,6 +3,8 @@ told what is wrong with a bad one, and deletes them."""
 
 from __future__ import annotations
 
+from datetime import time
+
 import pytest
 
 from telephony.models import PhoneNumber, SipTrunk
@@ -26,10 +28,15 @@ def test_owner_sets_up_a_number(tenant_a: Tenant) -> None:
             "allowed_addresses": "203.0.113.7\n198.51.100.0/24",
             "outbound_address": "sip.carrier.example:5080",
             "caller_id": "+1 555 010 0123",
+            "quiet_hours_start": "21:00",
+            "quiet_hours_end": "08:30",
+            "time_zone": "Europe/Berlin",
         },
     )
     assert response.status_code == 302
     trunk = SipTrunk.objects.get()
+    assert (trunk.quiet_hours_start, trunk.quiet_hours_end) == (time(21, 0), time(8, 30))
+    assert trunk.time_zone == "Europe/Berlin"
     assert trunk.allowed_addresses == ["203.0.113.7", "198.51.100.0/24"]
     assert trunk.outbound_address == "sip.carrier.example:5080"
     assert trunk.caller_id == "+15550100123"
@@ -43,6 +50,7 @@ def test_owner_sets_up_a_number(tenant_a: Tenant) -> None:
     text = client.get("/dashboard/phone/").content.decode()
     assert "+15550104477" in text and persona.name in text and "Carrier" in text
     assert "198.51.100.0/24" in text and "sip.carrier.example:5080" in text
+    assert "21:00\u201308:30" in text  # an en dash and "Europe/Berlin" in text
     assert "No outbound calls yet." in text
 
 
@@ -55,6 +63,21 @@ def test_mistakes_are_shown_on_the_page(tenant_a: Tenant) -> None:
     assert "is not an IP address or network" in response.content.decode()
     response = client.post("/dashboard/phone/trunks/new/", {"name": "Nothing"})
     assert "needs allowed addresses" in response.content.decode()
+    response = client.post(
+        "/dashboard/phone/trunks/new/",
+        {
+            "name": "Night",
+            "allowed_addresses": "203.0.113.9",
+            "quiet_hours_start": "21:00",
+        },
+    )
+    assert "Give both ends of the quiet hours" in response.content.decode()
+    response = client.post(
+        "/dashboard/phone/trunks/new/",
+        {"name": "Night", "allowed_addresses": "203.0.113.9", "time_zone": "Mars/Olympus"},
+    )
+    assert "is not a time zone" in response.content.decode()
+    assert not SipTrunk.objects.exists()
     client.post(
         "/dashboard/phone/trunks/new/", {"name": "Carrier", "allowed_addresses": "203.0.113.7"}
     )

@@ -495,6 +495,26 @@ class SipTrunkForm(forms.Form):
         label="Caller ID",
         help_text="The number outbound calls come from, if the carrier lets you set it.",
     )
+    quiet_hours_start = forms.TimeField(
+        required=False,
+        label="Quiet hours from",
+        widget=forms.TimeInput(attrs={"type": "time"}),
+        help_text="No outbound calls from this time...",
+    )
+    quiet_hours_end = forms.TimeField(
+        required=False,
+        label="until",
+        widget=forms.TimeInput(attrs={"type": "time"}),
+        help_text="...to this one (it may run past midnight).",
+    )
+    time_zone = forms.CharField(
+        max_length=64,
+        required=False,
+        initial="UTC",
+        label="In the time zone",
+        widget=forms.TextInput(attrs={"placeholder": "America/New_York"}),
+        help_text="Of the people you call, as in the tz database.",
+    )
 
     def clean_allowed_addresses(self) -> list[str]:
         return [a for a in self.cleaned_data["allowed_addresses"].split() if a]

@@ -56,6 +56,9 @@ def trunk_create_view(request: HttpRequest, membership: Membership) -> HttpRespo
                 password=data["password"],
                 outbound_address=data["outbound_address"],
                 caller_id=data["caller_id"],
+                quiet_hours_start=data["quiet_hours_start"],
+                quiet_hours_end=data["quiet_hours_end"],
+                time_zone=data["time_zone"].strip() or "UTC",
             )
         except ValidationError as exc:
             _add_errors(form, exc)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from django.db import connections
 
 from bench.baresip import Baresip, Listener, call_wav, free_sip_port
 from billing.models import UsageRecord
+from sessions.live import live_store
 from sessions.models import Call
 from telephony import services
 from telephony.sip.call import KEYPAD_PREFIX
@@ -169,6 +171,42 @@ async def test_a_wideband_caller_is_answered_in_its_codec(
     assert call.client_info["codec"] == codec
     items = [(i.role, i.text) async for i in call.items.order_by("at_s")]
     assert any({"opening", "hours"} <= words(t) for r, t in items if r == "user"), items
+
+
+async def test_back_to_back_phone_calls_at_capacity_one_are_never_refused(
+    tenant_a: Tenant, sip_server: SipServer, settings: Any, tmp_path: Path
+) -> None:
+    """One call at a time for the organization: callers who dial one after another
+    all get in, the slot of each is free within a second of its end, whether the
+    caller hung up or the call ran past its maximum duration (the server's BYE)."""
+    settings.ORG_MAX_CONCURRENT_CALLS = 1
+    persona = await tenant_a.org.personas.aget()
+    persona.agent_speaks_first = False
+    await persona.asave()
+    quiet = call_wav(tmp_path / "quiet.wav", [np.zeros(3 * 8000, np.float32)], 8000)
+    long = call_wav(tmp_path / "long.wav", [np.zeros(20 * 8000, np.float32)], 8000)
+    store = live_store()
+    freed: list[float] = []
+    usual = persona.max_call_duration_s
+    for n, (wav, max_s) in enumerate([(quiet, usual), (quiet, usual), (long, 4), (quiet, usual)]):
+        persona.max_call_duration_s = max_s
+        await persona.asave()
+        phone = Baresip(tmp_path / f"caller{n}", caller=CALLER, port=free_sip_port())
+        result = await phone.call(f"sip:{NUMBER}@127.0.0.1:{sip_server.port}", wav, timeout_s=30)
+        assert result.established, f"call {n}: {result.output[-1500:]}"
+        assert result.ended_at is not None
+        for _ in range(200):
+            if await store.active(org_id=tenant_a.org.pk) == 0:
+                break
+            await asyncio.sleep(0.02)
+        freed.append(time.monotonic() - result.ended_at)
+    print("phone slots free after baresip saw the end: " + ", ".join(f"{s:.2f} s" for s in freed))
+    reasons = [
+        r async for r in Call.objects.order_by("started_at").values_list("end_reason", flat=True)
+    ]
+    assert reasons == ["hangup", "hangup", "max_duration", "hangup"], reasons
+    # baresip reports the end once it has its answer to the BYE; 0.5 s more to close files
+    assert max(freed) < 1.0 + 0.5, freed
 
 
 HANDOFF = "I will put you through to the front desk now."

@@ -55,6 +55,7 @@ from sessions.realtime.limits import (
 )
 from sessions.rtp_input import install_input_buffer
 from sessions.runner import call_id_from_session, start_realtime_session
+from sessions.wind_down import cancel_others, close_session, settle
 from voiceapp.tenants.services import token_hash
 
 log = logging.getLogger(__name__)
@@ -475,29 +476,20 @@ class WebRTCCall:
             return
         self._move(CallState.CLOSING)
         reason = self.end_reason or "closed"
-        log.info("call %s: ending (%s)", self.id, reason)
-        if self.session is not None:
-            try:
-                await asyncio.wait_for(self.session.close(reason), 5.0)
-            except Exception:
-                log.exception("call %s: closing the session failed", self.id)
-        if reason not in CLIENT_GONE:  # the server ends the call: let the last words play
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(3.0):
-                    await self.output.drained()
-        if run is not None:
-            try:
-                await asyncio.wait_for(run, 5.0)
-            except BaseException:
-                log.debug("call %s: session run ended with an error", self.id, exc_info=True)
+        label = f"call {self.id}"
+        log.info("%s: ending (%s)", label, reason)
+        await close_session(
+            self.session,
+            reason,
+            label=label,
+            timeout_s=5.0,
+            output=self.output,
+            listening=reason not in CLIENT_GONE,
+        )
+        await settle(run, label=label, timeout_s=5.0)
         self.output.stop()
         await self.pc.close()
-        current = asyncio.current_task()
-        others = [t for t in self._tasks if t is not current]
-        for task in others:
-            task.cancel()
-        if others:
-            await asyncio.wait(others, timeout=2.0)
+        await cancel_others(self._tasks)
         self._move(CallState.CLOSED)
         self._closed.set()
         _calls.pop(self.id, None)

@@ -26,6 +26,7 @@ from aiosipua import CallSession, IncomingCall
 from aiosipua.uac import SipUAC
 
 from sessions.realtime import new_id
+from sessions.wind_down import cancel_others, close_session, settle
 from telephony.sip.media import DigitCollector, PhoneAudioOut, PhoneTransport
 
 log = logging.getLogger(__name__)
@@ -251,27 +252,23 @@ class PhoneCall:
 
     async def _shutdown(self, run: asyncio.Future[None]) -> None:
         reason = self.end_reason or "hangup"
-        log.info("phone call %s: ending (%s)", self.sip_call_id, reason)
+        label = f"phone call {self.sip_call_id}"
+        log.info("%s: ending (%s)", label, reason)
         self.digits.cancel()
-        assert self.session is not None
-        try:
-            await asyncio.wait_for(self.session.close(reason), 6.0)
-        except Exception:
-            log.exception("phone call %s: closing the session failed", self.sip_call_id)
-        if reason not in CLIENT_GONE:  # we end it: let the last words play, then BYE
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(3.0):
-                    await self.output.drained()
+        listening = reason not in CLIENT_GONE
+        await close_session(
+            self.session,
+            reason,
+            label=label,
+            timeout_s=6.0,
+            output=self.output,
+            listening=listening,
+        )
+        if listening:  # we end it: BYE once the last words have played
             with contextlib.suppress(Exception):
                 self.invite.hangup()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(run, 2.0)
-        current = asyncio.current_task()
-        others = [t for t in self._tasks if t is not current]
-        for task in others:
-            task.cancel()
-        if others:
-            await asyncio.wait(others, timeout=2.0)
+        await settle(run, label=label, timeout_s=2.0)
+        await cancel_others(self._tasks)
         with contextlib.suppress(Exception):
             await self.rtp.close()
         self._closed.set()

@@ -402,22 +402,15 @@ class SipServer:
             return
         try:
             _prepare_opus(rtp, invite.sdp_offer)
-            await rtp.start()
-        except Exception:
-            log.exception("SIP: the RTP stream for %s could not start", route.number)
-            await _close_quietly(rtp)
-            await self.ports.release(rtp_port)
-            self._reject(invite, 500, "Server Internal Error")
-            return
-        call = PhoneCall(
-            invite=invite,
-            rtp=rtp,
-            on_closed=self._closed,
-            uac=self._uac_for(invite),
-            transfer_to=route.transfer_to,
-            on_transferred=_record_transfer,
-        )
-        try:
+            await rtp.start()  # before the call's audio is set up: the codec's rate
+            call = PhoneCall(
+                invite=invite,
+                rtp=rtp,
+                on_closed=self._closed,
+                uac=self._uac_for(invite),
+                transfer_to=route.transfer_to,
+                on_transferred=_record_transfer,
+            )
             grant = CallGrant(
                 org_id=route.org_id,
                 persona_id=route.persona_id,

@@ -49,7 +49,11 @@ async def classify(case: Case, cache: Path, vad: SileroModel, transcribe: Any) -
         "decided_at_s": round(answer.at_s, 2) if answer else None,
         "transcript": answer.transcript if answer else "",
     }
-    if answer is not None and answer.kind == "voicemail":
+    if answer is not None and answer.beep_heard:  # the beep ended the deciding
+        row["greeting_over_at_s"] = round(fed / RATE, 2)
+        row["by"] = "beep"
+        row["beep_end_s"] = round(beep_end, 2) if beep_end else None
+    elif answer is not None and answer.kind == "voicemail":
         beeps = BeepDetector(vad)
         while fed < len(audio):
             piece = audio[fed : fed + PIECE]

@@ -66,6 +66,7 @@ CASES = [
         False,
     ),
     Case("vm_jess", "voicemail", "Hey, it's Jess. Leave me a message.", "espeak", True),
+    Case("vm_lucy", "voicemail", "Lucy here. Leave a message.", "piper", True),
     Case(
         "vm_away",
         "voicemail",

@@ -18,9 +18,11 @@ brings them) with Silero VAD:
   is how menus and greetings both begin); still none, speech that runs on is a
   **voicemail** greeting, one that stops is a **person**.
 
-`BeepDetector` then waits for the greeting's beep: a steady tone (one spectral
-peak between 300 and 3,000 Hz holding most of the energy) for at least 160 ms,
-or, for greetings without one, `QUIET_AFTER_GREETING_S` of silence."""
+A beep heard while deciding (a short greeting such as "It's Dave, leave a
+message." then the tone) makes it a voicemail there and then, the beep already
+gone. Otherwise `BeepDetector` waits for the greeting's beep: a steady tone (one
+spectral peak between 300 and 3,000 Hz holding most of the energy) for at least
+160 ms, or, for greetings without one, `QUIET_AFTER_GREETING_S` of silence."""
 
 from __future__ import annotations
 
@@ -71,6 +73,7 @@ class Answer:
     at_s: float  # when it was decided, from the answer
     transcript: str = ""
     speech_s: float = 0.0
+    beep_heard: bool = False  # a voicemail whose beep has already gone: speak now
 
 
 def kind_of(transcript: str, *, still_talking: bool) -> str:
@@ -104,9 +107,12 @@ class AnsweringDetector:
         self.first_voice: float | None = None
         self.last_voice: float | None = None
         self._look_at_speech_s = LONG_SPEECH_S  # when the words are read (again)
+        self._tones = ToneTracker()  # a beep while we listen: a short voicemail greeting
 
     def push(self, pcm: bytes) -> None:
-        samples = self._resampler.process(pcm16_to_float(pcm))
+        narrow = pcm16_to_float(pcm)
+        self._tones.push(narrow)
+        samples = self._resampler.process(narrow)
         self._audio.append(samples)
         for probability in self._vad.process(samples):
             self.t += CHUNK_S
@@ -120,6 +126,10 @@ class AnsweringDetector:
 
     async def step(self) -> Answer | None:
         """The answer once the audio pushed so far decides it, else None."""
+        if self._tones.beep_at is not None:  # "It's Dave, leave a message." and its beep
+            return Answer("voicemail", self.t, beep_heard=True)
+        if self._tones.in_tone:
+            return None  # wait for its end: a beep is not a person's pause
         if self.first_voice is None:
             return Answer("silence", self.t) if self.t >= NO_SPEECH_S else None
         assert self.last_voice is not None
@@ -147,37 +157,32 @@ class AnsweringDetector:
         return None
 
 
-class BeepDetector:
-    """The end of a voicemail greeting: its beep, or a long enough silence."""
+class ToneTracker:
+    """A steady tone in 8 kHz audio (one spectral peak between 300 and 3,000 Hz
+    holding most of a 20 ms frame's energy, for at least 160 ms): `beep_at` is
+    set as such a tone ends, the moment to speak after it."""
 
     FRAME = 160  # 20 ms at 8 kHz
     MIN_TONE_FRAMES = 8
 
-    def __init__(self, vad: SileroModel) -> None:
-        self._vad = StreamingVAD(vad)
-        self._resampler = StreamResampler(RATE, 16000)
+    def __init__(self) -> None:
         self._pending = np.zeros(0, np.float32)
         self._tone_frames = 0
         self._tone_hz = 0.0
         self.t = 0.0
-        self._last_voice = 0.0
         self.beep_at: float | None = None
-        self.quiet_at: float | None = None
 
-    def push(self, pcm: bytes) -> bool:
-        """Feed the callee's audio; True once the greeting is over (beep or quiet)."""
-        samples = pcm16_to_float(pcm)
-        for probability in self._vad.process(self._resampler.process(samples)):
-            if probability >= VOICED:
-                self._last_voice = self.t
+    @property
+    def in_tone(self) -> bool:
+        """A tone is sounding now (it may be a beep once it ends)."""
+        return self._tone_frames > 0
+
+    def push(self, samples: np.ndarray) -> None:
         self._pending = np.concatenate([self._pending, samples])
         while len(self._pending) >= self.FRAME:
             frame, self._pending = self._pending[: self.FRAME], self._pending[self.FRAME :]
             self.t += self.FRAME / RATE
             self._tone(frame)
-        if self.beep_at is None and self.t - self._last_voice >= QUIET_AFTER_GREETING_S:
-            self.quiet_at = self.t
-        return self.beep_at is not None or self.quiet_at is not None
 
     def _tone(self, frame: np.ndarray) -> None:
         if self.beep_at is not None:
@@ -203,3 +208,33 @@ class BeepDetector:
         if self._tone_frames >= self.MIN_TONE_FRAMES:
             self.beep_at = self.t
         self._tone_frames = 0
+
+
+class BeepDetector:
+    """The end of a voicemail greeting: its beep, or a long enough silence."""
+
+    def __init__(self, vad: SileroModel) -> None:
+        self._vad = StreamingVAD(vad)
+        self._resampler = StreamResampler(RATE, 16000)
+        self._tones = ToneTracker()
+        self._last_voice = 0.0
+        self.quiet_at: float | None = None
+
+    @property
+    def t(self) -> float:
+        return self._tones.t
+
+    @property
+    def beep_at(self) -> float | None:
+        return self._tones.beep_at
+
+    def push(self, pcm: bytes) -> bool:
+        """Feed the callee's audio; True once the greeting is over (beep or quiet)."""
+        samples = pcm16_to_float(pcm)
+        for probability in self._vad.process(self._resampler.process(samples)):
+            if probability >= VOICED:
+                self._last_voice = self.t
+        self._tones.push(samples)
+        if self.beep_at is None and self.t - self._last_voice >= QUIET_AFTER_GREETING_S:
+            self.quiet_at = self.t
+        return self.beep_at is not None or self.quiet_at is not None

@@ -266,7 +266,8 @@ class Dialer:
                 await self.server.ports.release(rtp_port)
                 await self._progress(job, "completed", "voicemail: hung up, no message set")
                 return
-            await self._await_beep(rtp)
+            if not answer.beep_heard:
+                await self._await_beep(rtp)
             greeting = job.voicemail_message
         elif answer.kind == "ivr":
             greeting = ""  # a machine waiting for keys: the persona listens first

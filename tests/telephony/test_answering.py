@@ -20,7 +20,8 @@ from voiceapp.engine.vad import SileroModel
 
 
 @pytest.mark.parametrize(
-    "name", ["vm_sarah", "vm_dental", "hu_hello", "hu_plumbing", "sc_google", "ivr_heating"]
+    "name",
+    ["vm_sarah", "vm_dental", "vm_lucy", "hu_hello", "hu_plumbing", "sc_google", "ivr_heating"],
 )
 async def test_greetings_are_told_apart_within_about_three_seconds(
     name: str, models: Any, tmp_path_factory: pytest.TempPathFactory

@@ -445,6 +445,9 @@ SIP_REALM = env.str("SIP_REALM", default="voiceapp")
 # INVITEs taken from one address: a burst, then this many a minute (more get 503).
 SIP_INVITES_PER_MINUTE = env.float("SIP_INVITES_PER_MINUTE", default=60.0)
 SIP_INVITE_BURST = env.int("SIP_INVITE_BURST", default=10)
+# INVITEs being checked at once, from all addresses (each holds an RTP port and reads
+# the database until it is answered or refused); more get 503 with Retry-After.
+SIP_MAX_PENDING_INVITES = env.int("SIP_MAX_PENDING_INVITES", default=50)
 # Outbound phone calls an organization may place a minute (POST /api/v1/calls/).
 OUTBOUND_CALLS_PER_MINUTE = env.int("OUTBOUND_CALLS_PER_MINUTE", default=10)
 # How long an outbound call may ring before it counts as not answered.

@@ -255,6 +255,12 @@ class SipServer:
             log.warning("SIP: INVITE rate from %s exceeded; 503", address)
             self._reject(invite, 503, "Service Unavailable", {"Retry-After": str(RETRY_AFTER_S)})
             return
+        if len(self._checking) >= settings.SIP_MAX_PENDING_INVITES:
+            log.warning(
+                "SIP: %d INVITEs already being checked; 503 to %s", len(self._checking), address
+            )
+            self._reject(invite, 503, "Service Unavailable", {"Retry-After": str(RETRY_AFTER_S)})
+            return
         task = asyncio.ensure_future(self._check_and_answer(invite))
         self._checking[key] = task
         self._invites[key] = invite

@@ -207,6 +207,23 @@ async def test_invite_flood_is_rate_limited(server: SipServer, phone_setup: dict
     await no_slot_held(phone_setup["org"].pk)
 
 
+async def test_invites_beyond_those_being_checked_get_503(
+    server: SipServer, phone_setup: dict[str, Any], settings: Any
+) -> None:
+    """INVITEs from many addresses at once are bounded too: past
+    SIP_MAX_PENDING_INVITES being checked, the next is refused before any lookup, and
+    holds no RTP port."""
+    settings.SIP_MAX_PENDING_INVITES = 0
+    async with SipClient("127.0.0.1", server.port) as client:
+        invite = client.invite(NUMBER)
+        client.send(invite.request(body=sdp_offer([0])))
+        refused = await client.final(invite.call_id)
+        assert refused.status_code == 503 and refused.get_header("retry-after")
+        await still_answers(client)
+    await no_slot_held(phone_setup["org"].pk)
+    assert server.ports._allocated == set()
+
+
 def test_wideband_codecs_are_chosen_where_offered() -> None:
     """Opus (under the caller's dynamic payload type) and G.722 before G.711."""
     opus = (

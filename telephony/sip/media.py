@@ -1,8 +1,8 @@
 """A phone call's media: RTP in and out through aiortp, and the transport the
 realtime session talks to.
 
-Caller audio arrives as G.711 (PCMU or PCMA) at 8 kHz or G.722 at 16 kHz;
-aiortp's jitter buffer puts packets back in order and conceals a lost one, and
+Caller audio arrives as G.711 (PCMU or PCMA) at 8 kHz, G.722 at 16 kHz or
+Opus at 48 kHz; aiortp's jitter buffer puts packets back in order and conceals a lost one, and
 the decoded PCM16 goes to the session. Agent audio comes from the session at
 the engine's rate, is resampled to the codec's rate and sent as one 20 ms
 packet per 20 ms against the

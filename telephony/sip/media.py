@@ -58,8 +58,8 @@ class KeyTones:
         self._step = clock_per_frame  # RTP clock units in one frame
         self._frames_per_key = KEY_MS // FRAME_MS
         self._gap_frames = KEY_GAP_MS // FRAME_MS
-        self._waiting: deque[tuple[int, asyncio.Future[None]]] = deque()
-        self._key: tuple[int, asyncio.Future[None]] | None = None
+        self._waiting: deque[tuple[str, asyncio.Future[None]]] = deque()
+        self._key: tuple[str, asyncio.Future[None]] | None = None
         self._start = 0
         self._frames = 0
         self._gap = 0
@@ -67,11 +67,14 @@ class KeyTones:
 
     async def press(self, digits: str) -> None:
         """Queue `digits` (0-9, *, #, A-D) and wait until the last has been sent."""
+        keys = digits.upper()
+        if any(k not in DTMF_EVENTS for k in keys):
+            raise ValueError(f"not keys to press: {digits[:40]!r}")  # before any goes out
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] | None = None
-        for digit in digits:
+        for digit in keys:
             done = loop.create_future()
-            self._waiting.append((DTMF_EVENTS[digit.upper()], done))
+            self._waiting.append((digit, done))
         if done is not None:
             await done
 
@@ -95,7 +98,8 @@ class KeyTones:
                 return False
             self._key = self._waiting.popleft()
             self._start, self._frames = timestamp, 0
-        event, done = self._key
+        digit, done = self._key
+        event = DTMF_EVENTS[digit]
         self._frames += 1
         duration = self._frames * self._step
         if self._frames < self._frames_per_key:
@@ -105,7 +109,7 @@ class KeyTones:
         packet = DtmfEvent(event=event, end=True, volume=KEY_VOLUME, duration=duration)
         for _ in range(3):  # RFC 4733 2.5.1.4: the end, three times
             self._send(packet.serialize(), self._start, False)
-        self.sent += next(k for k, v in DTMF_EVENTS.items() if v == event)
+        self.sent += digit
         self._key, self._gap = None, self._gap_frames
         if not done.done():
             done.set_result(None)

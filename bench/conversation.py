@@ -8,7 +8,9 @@ A fresh organization's default persona (no facts, the default instructions,
 greeting, temperature and reply length, and its take_message action) answers each turn of
 `bench/chat_turns.py` in a fresh call, as a typed caller turn answered by the
 engine's `VoiceCall` in text-only mode (the prompt, retrieval and guard of a
-voice call; no audio). The rules of `chat_turns.py` grade each reply:
+voice call; no audio); with `--per-call N`, N turns in a row in one call, in the
+set's order, as a caller with several questions asks them (the history, and the
+agent's own earlier lines, in the prompt). The rules of `chat_turns.py` grade each reply:
 relevant-or-honest, about languages, over 3 sentences, invented numbers.
 
 `--baseline-ref REF` grades the same turns, in the same run and on the same
@@ -149,20 +151,31 @@ def default_persona_config() -> Any:
 
 
 async def answer(call: Any, text: str) -> tuple[str, float | None]:
+    """The reply to the caller's `text`. A reply that only called a tool (a message
+    taken) has no words, and is graded so; the words the engine says after the
+    call are waited for, so that they do not pass for the next turn's reply."""
     from voiceapp.engine.frames import ResponseDone
 
-    call.add_message("assistant", GREETING)
     call.add_message("user", text)
     call.create_response()
+    done: ResponseDone | None = None
     while True:
-        frame = await call.next_frame(60.0)
+        frame = await call.next_frame(60.0 if done is None else 10.0)
         if frame is None:
+            if done is not None:
+                return done.text, done.latency.get("llm_first_token_ms")
             raise RuntimeError(f"no reply to {text!r}")
         if isinstance(frame, ResponseDone):
-            return frame.text, frame.latency.get("llm_first_token_ms")
+            done = done or frame
+            if frame.text or frame.status != "completed":
+                return done.text, done.latency.get("llm_first_token_ms")
 
 
-async def run_turns(repeat: int, turns: tuple[ChatTurn, ...] = TURNS) -> list[Graded]:
+async def run_turns(
+    repeat: int, turns: tuple[ChatTurn, ...] = TURNS, per_call: int = 1
+) -> list[Graded]:
+    """Each turn in a fresh call after the greeting, or `per_call` turns in a row in
+    one call (the set's order), as a caller with several questions asks them."""
     from voiceapp.engine.call import VoiceCall
     from voiceapp.engine.models import ModelSettings, load_inference
     from voiceapp.engine.vad import SileroModel
@@ -172,13 +185,15 @@ async def run_turns(repeat: int, turns: tuple[ChatTurn, ...] = TURNS) -> list[Gr
     vad = SileroModel()
     graded: list[Graded] = []
     for _ in range(repeat):
-        for turn in turns:
+        for start in range(0, len(turns), per_call):
             call = VoiceCall(config, models, vad)
+            call.add_message("assistant", GREETING)
             try:
-                reply, first = await answer(call, turn.text)
+                for turn in turns[start : start + per_call]:
+                    reply, first = await answer(call, turn.text)
+                    graded.append(grade(turn, reply, first))
             finally:
                 await call.close()
-            graded.append(grade(turn, reply, first))
     return graded
 
 
@@ -215,9 +230,12 @@ def judge_replies(graded: list[Graded]) -> None:
         g.judge = verdict.startswith("PASS")
 
 
-def baseline_in(ref: str, repeat: int, turn_set: str = "held-out") -> dict[str, Any]:
+def baseline_in(
+    ref: str, repeat: int, turn_set: str = "held-out", per_call: int = 1
+) -> dict[str, Any]:
     """The same turns graded with the engine of commit `ref`, in a child process."""
-    return run_at(ref, "bench.conversation", ["--repeat", str(repeat), "--set", turn_set])
+    args = ["--repeat", str(repeat), "--set", turn_set, "--per-call", str(per_call)]
+    return run_at(ref, "bench.conversation", args)
 
 
 def main() -> None:
@@ -232,6 +250,12 @@ def main() -> None:
         choices=sorted(SETS),
         help="the turns of record (held-out, chat_turns.py) or the development set",
     )
+    parser.add_argument(
+        "--per-call",
+        type=int,
+        default=1,
+        help="turns asked in a row in one call (1: each turn in a fresh call)",
+    )
     parser.add_argument("--write", default="", help=argparse.SUPPRESS)  # the baseline's child
     parser.add_argument("-v", "--verbose", action="store_true", help="print every failed reply")
     args = parser.parse_args()
@@ -239,9 +263,11 @@ def main() -> None:
     passes: dict[str, dict[str, Any]] = {}
     if args.baseline_ref:
         print(f"grading the engine of {args.baseline_ref} ...", flush=True)
-        passes[f"at {args.baseline_ref}"] = baseline_in(args.baseline_ref, args.repeat, args.set)
+        passes[f"at {args.baseline_ref}"] = baseline_in(
+            args.baseline_ref, args.repeat, args.set, args.per_call
+        )
     started = time.monotonic()
-    graded = asyncio.run(run_turns(args.repeat, SETS[args.set]))
+    graded = asyncio.run(run_turns(args.repeat, SETS[args.set], args.per_call))
     if os.environ.get("BENCH_JUDGE_URL") and not args.write:
         judge_replies(graded)
     result = {"summary": summary(graded), "replies": [asdict(g) for g in graded]}

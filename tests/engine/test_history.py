@@ -151,3 +151,20 @@ def test_keep_last_bounds_the_history_and_keeps_what_is_sent() -> None:
     ]
     history.keep_last(10)
     assert len(history) == 4
+
+
+def test_a_hidden_exchange_is_kept_but_never_sent() -> None:
+    # given a turn the rules answered as written, between two the LLM answered
+    history = History()
+    history.add("user", "q0")
+    history.add("assistant", "a0")
+    history.add("user", "Where are you?")
+    history.hide_last("user")
+    history.add("assistant", "I'm sorry, I don't know that.", hidden=True)
+    history.add("user", "q2")
+    # then the conversation holds all five, and the LLM is sent the other three
+    assert len(history) == 5
+    assert [m["content"] for m in history.for_llm(10_000)] == ["q0", "a0", "q2"]
+    # and forgetting old messages keeps the hidden ones hidden
+    history.keep_last(3)
+    assert [m["content"] for m in history.for_llm(10_000)] == ["q2"]

@@ -54,6 +54,34 @@ def test_a_no_to_the_offer_is_not_a_message(text: str) -> None:
 @pytest.mark.parametrize(
     "text",
     [
+        "Can you recommend a good book?",
+        "What time do you open on Sunday?",
+        "I would like to change the email address on my account.",
+        "Please check the price of the blue coat.",
+    ],
+)
+def test_words_that_do_not_take_the_offer_up_are_the_llms(text: str) -> None:
+    assert plan(text, after_offer(), BOTH) is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Could you tell the owner I'll be late?",
+        "Can you ask Dave to call me back?",
+        "Is it possible to have Sam ring me on 0161 496 0000?",
+        "Can you note that it's Tom Baker calling?",
+        "Yes, it's about the wedding cake, we need it a day earlier.",
+        "It's about my order from Tuesday, it arrived broken.",
+    ],
+)
+def test_words_that_take_the_offer_up_are_the_message(text: str) -> None:
+    assert arguments(text, after_offer())["message"].endswith(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
         "Can I leave a message?",
         "Could you take a message for the manager?",
         "Please have someone call me back.",

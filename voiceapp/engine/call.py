@@ -609,6 +609,10 @@ class VoiceCall:
         reply = response.text.strip()
         if not reply or response.state is not ResponseState.ACTIVE:
             return
+        if response.aside:
+            # a line of the rules: the LLM will not read it, nor the turn it answered
+            self._history.hide_last("user")
+            direct = False
         if self._read_ahead.next_turn(reply, direct=direct):
             self.stats["history_trims"] += 1
 
@@ -640,7 +644,9 @@ class VoiceCall:
         self._slots.leave(response)
         if response.text:
             reply = response.text.strip()
-            self.add_message("assistant", reply)
+            if response.aside:
+                self._history.hide_last("user")  # again, for a reply that never played
+            self._history.add("assistant", reply, hidden=response.aside)
             self._read_ahead.reply_kept(reply)
         self._keep_calls(response)
 

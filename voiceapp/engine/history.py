@@ -9,7 +9,10 @@ is the same turn after turn and the LLM's KV cache of its prefix stays valid.
 Past the character budget the oldest messages are dropped down to half of it
 at once (not one turn per turn), and the kept part starts with a caller turn:
 the prompt's prefix then stays stable for many turns. A reply that was cut
-off keeps only what the caller heard of it (`heard_text`).
+off keeps only what the caller heard of it (`heard_text`). A message added
+`hidden` (a line the rules said as written, and the turn it answered) stays in
+the conversation but is never sent: the small embedded model copies such lines
+into its own later replies.
 """
 
 from __future__ import annotations
@@ -28,14 +31,25 @@ class History:
         self.messages: list[Message] = []
         self._sent: dict[int, str] = {}  # message index -> what the LLM is sent, when different
         self._start = 0  # first message still sent to the LLM
+        self._hidden: set[int] = set()  # message indexes the LLM is never sent
 
-    def add(self, role: str, text: str, *, sent: str | None = None) -> None:
-        """Append a message; `sent` is what the LLM gets instead of `text` (None: the text)."""
+    def add(self, role: str, text: str, *, sent: str | None = None, hidden: bool = False) -> None:
+        """Append a message; `sent` is what the LLM gets instead of `text` (None: the
+        text); a `hidden` one is never sent to it."""
         if role not in ROLES:
             raise ValueError(f"unknown role {role!r}")
         self.messages.append({"role": role, "content": text})
         if sent is not None and sent != text:
             self._sent[len(self.messages) - 1] = sent
+        if hidden:
+            self._hidden.add(len(self.messages) - 1)
+
+    def hide_last(self, role: str) -> None:
+        """Never send the LLM the latest message of `role` (see `add`)."""
+        for i in range(len(self.messages) - 1, self._start - 1, -1):
+            if self.messages[i]["role"] == role:
+                self._hidden.add(i)
+                return
 
     def add_call(self, call: ToolCall) -> None:
         """A tool call of the assistant's (tools.py shows its message's fields)."""
@@ -71,6 +85,7 @@ class History:
         return [
             {**m, "content": self._sent.get(i, m["content"])}
             for i, m in enumerate(self.messages[self._start :], self._start)
+            if i not in self._hidden
         ]
 
     def trim(self, budget_chars: int, *, headroom_chars: int = 0, pending_chars: int = 0) -> bool:
@@ -111,6 +126,7 @@ class History:
             return
         del self.messages[:dropped]
         self._sent = {i - dropped: text for i, text in self._sent.items() if i >= dropped}
+        self._hidden = {i - dropped for i in self._hidden if i >= dropped}
         self._start = max(0, self._start - dropped)
 
     def __len__(self) -> int:

@@ -9,7 +9,9 @@ are taken by rules, as facts are answered as written:
   caller asked to leave one, the caller's next words are the message. Their
   name and number are read from those words, and the message is what they
   said, with the question that led to the offer. A bare "yes" is asked for the
-  details first; a "no" goes on as a normal turn.
+  details first; a "no" goes on as a normal turn, and so do words that do not
+  take the offer up: no yes, name, number or words to pass on ("Can you
+  recommend a good book?" is the caller moving on, not their message).
 - end_call: a caller who says goodbye is answered with a goodbye and the call ends.
 - transfer_call: a caller who asks for a person ("Can I talk to a real person?",
   "Put me through to the manager") is handed over; this comes before the rules
@@ -62,7 +64,7 @@ _NO = re.compile(
     r"^\W*(no|nope|nah|not now|never ?mind|don't bother|that's (ok|okay|fine|alright))\b", re.I
 )
 _JUST_YES = re.compile(
-    r"^\W*((yes|yeah|yep|yup|sure|ok|okay|please|alright|great|that would be (great|nice|good)"
+    r"^\W*((yes|yeah|yep|yup|sure|ok|okay|please|do|alright|great|that would be (great|nice|good)"
     r"|go ahead|i would|i'd like that|thanks?|thank you)[\s,.!]*)+$",
     re.I,
 )
@@ -94,6 +96,20 @@ _NOT_NAMES = {
     *("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"),
     *("Today", "Tomorrow", "Tonight"),
 }
+# A yes that takes the offer up ("Yes, it's about ...", "Sure please"), not a turn that
+# only opens with the word ("Okay so my daughter ...").
+_YES_START = re.compile(
+    r"^\W*(yes|yeah|yep|yup|sure|ok|okay|alright|go ahead|great|that would be \w+|please)"
+    r"(?=\s*(please\b|do\b|[,.!]|$))",
+    re.I,
+)
+_ABOUT = re.compile(
+    r"\b(it's|it is|this is|i'm calling|i am calling|i was calling)\s+(about|regarding)\b"
+    r"|\bmessage\b",
+    re.I,
+)
+# Words that ask the agent to pass something on: a message in the form of a question.
+_PASS_ON = re.compile(r"\b(tell|ask|let|remind|inform)\s+(?!me\b|you\b|us\b)\w+", re.I)
 _NUMBER = re.compile(r"\+?\d[\d\s().-]{5,}\d")
 # An automated menu's options, as Whisper writes them: "For sales, press 1",
 # "For repairs. Press 2." (a pause read as a full stop), "To report a fault press
@@ -151,7 +167,7 @@ def plan(text: str, history: list[Message], actions: frozenset[str], goal: str =
         return Plan(call=ToolCall(new_call_id(), TRANSFER_CALL, json.dumps({"reason": text})))
     if TAKE_MESSAGE in actions:
         offered = said is not None and any(said.strip().startswith(o) for o in OFFERS)
-        if offered and not _NO.search(text):
+        if offered and said is not None and takes_offer(text, said):
             if _JUST_YES.match(text):
                 return Plan(say=ASK_FOR_MESSAGE)
             asked = _last(history, "user") if said and said.startswith(MESSAGE_DECLINE) else None
@@ -200,6 +216,26 @@ def menu_choice(text: str, goal: str) -> str | None:
         if _OPERATOR.search(what):
             return key
     return None
+
+
+def takes_offer(text: str, said: str) -> bool:
+    """The caller's `text` answers the agent's offer of a message (`said`): after
+    the agent asked for their details, anything but a no; after a bare offer, a
+    yes, a name or a number, or words to pass on. Anything else ("Can you
+    recommend a good book?", "I'd like to change my e-mail address.") is the
+    caller moving on, and the LLM's turn."""
+    if _NO.search(text):
+        return False
+    if said.strip().startswith(ASK_FOR_MESSAGE):
+        return True
+    return bool(
+        _YES_START.match(text)
+        or _PASS_ON.search(text)
+        or _ASKS_TO_LEAVE.search(text)
+        or _ABOUT.search(text)
+        or phone_number(text)
+        or caller_name(text)
+    )
 
 
 def take_message_call(text: str, question: str | None) -> ToolCall:

@@ -49,6 +49,7 @@ NOT_A_PERSON = "I'm a virtual assistant, not a person. How can I help?"
 HEARD = "Yes, I can hear you. How can I help?"
 WELCOME = "You're welcome. Is there anything else I can help with?"
 GOODBYE = "Goodbye, and thank you for calling."
+REPEATING = "Sure. "  # before the agent's last words, said again
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +60,9 @@ class Decision:
     options: LLMOptions
     call: ToolCall | None = None
     say: str | None = None
+    # `say` is a line of the rules (a decline, a welcome), not a fact: the embedded
+    # LLM is not shown it (nor the turn it answered) in later prompts
+    aside: bool = False
 
 
 class ReplyPlanner:
@@ -99,16 +103,18 @@ class ReplyPlanner:
                 return Decision(options, call=call)
         must_call = options.tool_choice != "auto" and bool(options.offered_tools)
         if planned is not None and not must_call:
-            return Decision(options, say=planned.say)
+            return Decision(options, say=planned.say, aside=True)
         if instructions is not None or must_call:
             return Decision(options)
         may_call = options.backend == "http" and any(
             t not in settings.rule_actions for t in options.offered_tools
         )
         say = self._direct_answer(prompt, turn, may_call=may_call)
+        aside = say is not None and say == settings.decline
         if say is None and settings.turn_acts:
             say = await self._act(settings, prompt, user_text)
-        return Decision(options, say=say)
+            aside = say is not None
+        return Decision(options, say=say, aside=aside)
 
     # ----- tools -------------------------------------------------------------
 
@@ -207,7 +213,9 @@ class ReplyPlanner:
         act = await asyncio.to_thread(acts.classify, text)
         if act is Act.REPEAT:
             said = self._last_said(before=user_text is None)
-            return f"Sure. {said}" if said else "Of course. How can I help?"
+            while said and said.startswith(REPEATING):  # asked again: the words themselves
+                said = said[len(REPEATING) :].strip()
+            return f"{REPEATING}{said}" if said else "Of course. How can I help?"
         if act is Act.BUSINESS and not prompt.grounded:
             return settings.decline
         if act is Act.LIVE:

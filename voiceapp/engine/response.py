@@ -102,6 +102,9 @@ class Response:
     tool_calls: list[ToolCall] = field(default_factory=list)  # the tools the reply calls
     playing: asyncio.Event = field(default_factory=lambda: _set(asyncio.Event()))  # clear: paused
     eou_probability: float | None = None  # the end-of-turn score of its transcript
+    # A line the rules said as written (a decline, "you're welcome"): kept out of what
+    # the embedded LLM reads, with the turn it answered (History.add hidden)
+    aside: bool = False
     # The response that was active when this one was committed: cancelled once this
     # one's transcript turns out to hold words, left playing if it was only noise.
     supersedes: Response | None = None

@@ -127,6 +127,7 @@ class ReplyWriter:
             return True
         options = decision.options
         direct = decision.say
+        response.aside = decision.aside and options.backend == "local"
         guard = self._guard(messages, extra=direct or "")
         trace = response.trace
         trace.mark("llm_start")
@@ -171,8 +172,11 @@ class ReplyWriter:
             for clause in [raw.strip()] if cfg.sequential else chunker.flush():
                 if clause and not self._pass_clause(response, guard, clause, speech):
                     break
-        if guard.reason == "language_talk" and not response.text:
-            self._pass_clause(response, guard, self.settings.decline, speech)  # never silence
+        if not response.text and not response.tool_calls:
+            # never silence: a reply the guard cut before its first words, or one the
+            # model ended at once, is the decline
+            self._pass_clause(response, guard, self.settings.decline, speech)
+            response.aside = response.aside or options.backend == "local"
         if guard.reason:
             log.info("response %s cut by the reply guard: %s", response.id, guard.reason)
         return direct is not None

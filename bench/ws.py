@@ -96,6 +96,9 @@ async def ask(
                         on_audio(arrival, len(chunk))
                 elif event.type == "response.done":
                     response = event.response.model_dump()
+                    outputs = [o.get("type") for o in response.get("output") or []]
+                    if first_audio_at is None and "function_call" in outputs:
+                        continue  # an action the agent took: its words come in the next one
                     break
     finally:
         sender.cancel()

@@ -24,6 +24,7 @@ import os
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ CHUNK_S = 0.02
 
 
 LOUD = 0.02  # reply audio louder than this (peak, full scale 1) is the agent speaking
+ANSWER_WAIT_S = 60  # a question with no response.done by then is counted unanswered
 
 
 async def ask(
@@ -77,7 +79,7 @@ async def ask(
     sender = asyncio.ensure_future(send())
     transcript = ""
     try:
-        async with asyncio.timeout(60):
+        async with asyncio.timeout(ANSWER_WAIT_S):
             async for event in conn:
                 if event.type == "conversation.item.input_audio_transcription.completed":
                     transcript = event.transcript
@@ -100,6 +102,10 @@ async def ask(
                     if first_audio_at is None and "function_call" in outputs:
                         continue  # an action the agent took: its words come in the next one
                     break
+    except TimeoutError:
+        # no reply came: counted as not answered (a turn split before it, say, left the
+        # client one response behind), and the next question goes on
+        response = {"status": "timeout"}
     finally:
         sender.cancel()
     client_v2v = audible_v2v = None
@@ -152,6 +158,9 @@ def summarize(turns: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "turns": len(turns),
         "answered": len(ok),
+        # completed, cancelled (a turn split at a pause: its reply cut by the rest of
+        # it), timeout (no reply at all)
+        "statuses": dict(Counter(str(t["status"]) for t in turns)),
         "client_v2v_ms": stats([t["client_v2v_ms"] for t in ok]),
         # to the first sample over 2 % of full scale: what the caller hears begin
         "client_audible_v2v_ms": stats(

@@ -392,11 +392,11 @@ ASR_THREADS = env.int("ASR_THREADS", default=1)
 ASR_REPLICAS = env.int("ASR_REPLICAS", default=2)
 LLM_MODEL_PATH = env.str("LLM_MODEL_PATH", default="")
 # Token generation on one core leaves the other to TTS of the first clause; prompts
-# use both, and so does a reply up to its first clause while no other reply is
-# being written (SmolLM2-135M on 2 cores: about 10 ms a token with 2, 18 with 1).
+# use both. Alone, SmolLM2-135M writes a token in about 10 ms with 2 threads and 18
+# with 1, but in a call (beside the end-of-turn scorer, daphne and the client) two
+# threads made the first clause slower (docs/PERFORMANCE.md, 2026-12-06).
 LLM_THREADS = env.int("LLM_THREADS", default=1)
 LLM_BATCH_THREADS = env.int("LLM_BATCH_THREADS", default=2)
-LLM_LEAD_THREADS = env.int("LLM_LEAD_THREADS", default=2)
 LLM_CONTEXT_TOKENS = env.int("LLM_CONTEXT_TOKENS", default=2048)
 # Empty (the default): follow INFERENCE_DEVICE, so only a value actually set overrides it.
 _llm_gpu_layers = env.str("LLM_GPU_LAYERS", default="").strip()

@@ -12,7 +12,6 @@ from llama_cpp import Llama
 
 from tests.support.llm_server import scripted_sse_server
 from tests.support.models import prompt_tokens
-from voiceapp.engine.chunker import ClauseChunker
 from voiceapp.engine.inference import LocalInference
 from voiceapp.engine.llm import (
     HttpLLM,
@@ -162,43 +161,6 @@ def test_two_replies_generate_at_once(llm: LlamaLLM) -> None:
     assert llm.slots == 2
     assert results["a"] and results["b"]
     assert {c.session for c in llm._contexts} >= {"a", "b"}
-
-
-def threads_per_delta(llm: LlamaLLM, session: str) -> list[tuple[str, int]]:
-    """Each delta of a reply with the generation threads its context had when it came."""
-    messages = [SYSTEM, {"role": "user", "content": "Tell me about the moon in three sentences."}]
-    options = LLMOptions(max_tokens=40, temperature=0.0, session=session)
-    seen: list[tuple[str, int]] = []
-    for delta in llm.stream(messages, options, threading.Event()):
-        (context,) = [c for c in llm._contexts if c.session == session and c.busy]
-        seen.append((str(delta), context.threads))
-    return seen
-
-
-def test_a_reply_is_written_with_both_cores_up_to_its_first_clause(llm: LlamaLLM) -> None:
-    assert (llm.settings.threads, llm.settings.lead_threads) == (1, 2)
-    # when a reply is written while no other is
-    seen = threads_per_delta(llm, "lead")
-    # then it had two threads until the delta that completed its first clause, and
-    # one from there on (the threads are read as each delta arrives)
-    first_clause = ClauseChunker()
-    cut = next(i for i, (delta, _) in enumerate(seen) if first_clause.push(delta))
-    assert cut > 0 and {threads for _, threads in seen[:cut]} == {2}
-    assert {threads for _, threads in seen[cut:]} == {1}
-    # and the context is left with one
-    assert {c.threads for c in llm._contexts} == {1}
-
-
-def test_a_reply_written_beside_another_uses_one_thread(llm: LlamaLLM) -> None:
-    # given another context generating
-    other = next(c for c in llm._contexts if not c.busy)
-    other.busy = True
-    try:
-        seen = threads_per_delta(llm, "beside")
-    finally:
-        llm._release(other)
-    # then every token of the reply came with one thread
-    assert seen and {threads for _, threads in seen} == {1}
 
 
 @pytest.fixture(scope="module")

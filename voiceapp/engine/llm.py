@@ -19,7 +19,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from .chunker import ClauseChunker
 from .tools import (
     CALL_CLOSE,
     CALL_OPEN,
@@ -110,9 +109,6 @@ class LlamaSettings:
     context_tokens: int = 2048
     threads: int = 1  # token generation: one core leaves the other to TTS
     batch_threads: int = 2  # prompt evaluation: nothing else waits on it
-    # Token generation up to the reply's first clause, when no other context is
-    # generating: TTS has nothing to say before it (LlamaLLM.stream).
-    lead_threads: int = 2
     batch_size: int = 256
     contexts: int = 2  # replies generated at once (two calls on two cores)
     # A RAM cache of saved states lets calls that take turns on one worker
@@ -129,9 +125,8 @@ class _Context:
     chunks carry no usage), and where the KV cache still holds the previous one.
     """
 
-    def __init__(self, llama: Any, threads: int) -> None:
+    def __init__(self, llama: Any) -> None:
         self.llama = llama
-        self.threads = threads  # token generation threads now (LlamaLLM._lead)
         self.session = ""
         self.busy = False
         self.used_at = 0.0
@@ -184,7 +179,7 @@ class LlamaLLM:
             )
             if settings.cache_bytes:
                 llama.set_cache(LlamaRAMCache(capacity_bytes=settings.cache_bytes))
-            self._contexts.append(_Context(llama, settings.threads))
+            self._contexts.append(_Context(llama))
         self._free = threading.Condition()
         # Free the contexts before interpreter shutdown tears down what llama.cpp's
         # finalizers need (otherwise every process exit prints a TypeError).
@@ -266,44 +261,12 @@ class LlamaLLM:
         try:
             tools = options.offered_tools
             if tools:
-                deltas = _with_tools(context.llama, messages, options, tools, cancel)
+                yield from _with_tools(context.llama, messages, options, tools, cancel)
             else:
-                deltas = _chat(context.llama, messages, options, cancel)
-            yield from self._lead(context, deltas)
+                yield from _chat(context.llama, messages, options, cancel)
         finally:
             context.usage = None
-            self._threads(context, self.settings.threads)
             self._release(context)
-
-    def _lead(
-        self, context: _Context, deltas: Iterator[str | ToolCall]
-    ) -> Iterator[str | ToolCall]:
-        """`deltas`, generated with `lead_threads` up to the reply's first clause while no
-        other context generates, then with `threads`.
-
-        Until the first clause is written, TTS has nothing to synthesize, so the
-        second core is free: SmolLM2-135M writes a token in about 10 ms with two
-        threads against 18 with one (this 2-core CPU). From the first clause on,
-        TTS speaks it on the other core while the model writes the rest.
-        """
-        s = self.settings
-        chunker: ClauseChunker | None = None
-        if s.lead_threads > s.threads and s.gpu_layers == 0 and self.busy() == 1:
-            chunker = ClauseChunker()
-            self._threads(context, s.lead_threads)
-        for delta in deltas:
-            if chunker is not None and (
-                (isinstance(delta, str) and chunker.push(delta)) or self.busy() > 1
-            ):
-                chunker = None
-                self._threads(context, s.threads)
-            yield delta
-
-    def _threads(self, context: _Context, threads: int) -> None:
-        """Token generation threads for `context` (its prompt reads keep `batch_threads`)."""
-        if context.threads != threads:
-            context.llama._ctx.set_n_threads(threads, self.settings.batch_threads)
-            context.threads = threads
 
 
 def _chat(

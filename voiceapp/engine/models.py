@@ -39,7 +39,6 @@ class ModelSettings:
     llm_model_path: str = ""
     llm_threads: int = 1
     llm_batch_threads: int = 2
-    llm_lead_threads: int = 2  # up to a reply's first clause, while no other reply is written
     llm_context_tokens: int = 2048
     llm_contexts: int = 2
     llm_gpu_layers: int | None = None  # 0 none, -1 all (a GPU build); None follows the device
@@ -116,7 +115,6 @@ def load_inference(settings: ModelSettings, *, warm_up: bool = True) -> LocalInf
             context_tokens=settings.llm_context_tokens,
             threads=settings.llm_threads,
             batch_threads=settings.llm_batch_threads,
-            lead_threads=settings.llm_lead_threads,
             contexts=settings.llm_contexts,
             gpu_layers=plan.llm_gpu_layers,
         )

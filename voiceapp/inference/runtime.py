@@ -86,7 +86,6 @@ def model_settings() -> ModelSettings:
         llm_model_path=settings.LLM_MODEL_PATH,
         llm_threads=settings.LLM_THREADS,
         llm_batch_threads=settings.LLM_BATCH_THREADS,
-        llm_lead_threads=settings.LLM_LEAD_THREADS,
         llm_context_tokens=settings.LLM_CONTEXT_TOKENS,
         llm_gpu_layers=settings.LLM_GPU_LAYERS,
         llm_http_base_url=settings.LLM_HTTP_BASE_URL,

@@ -408,7 +408,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--asr-replicas", type=int, default=2, help="readings at once")
     parser.add_argument("--llm-threads", type=int, default=1)
     parser.add_argument("--llm-batch-threads", type=int, default=2)
-    parser.add_argument("--llm-lead-threads", type=int, default=2, help="to the first clause")
     parser.add_argument("--tts-threads", type=int, default=1)
     parser.add_argument("--llm-http-base-url", default="")
     parser.add_argument("--inference-device", default="auto", help="auto, cpu or cuda")
@@ -426,7 +425,6 @@ def main(argv: list[str] | None = None) -> None:
             asr_replicas=args.asr_replicas,
             llm_threads=args.llm_threads,
             llm_batch_threads=args.llm_batch_threads,
-            llm_lead_threads=args.llm_lead_threads,
             tts_threads=args.tts_threads,
             llm_http_base_url=args.llm_http_base_url,
             inference_device=args.inference_device,

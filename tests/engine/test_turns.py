@@ -91,7 +91,7 @@ def test_complete_sentence_hint_shortens_the_wait() -> None:
 
 @pytest.mark.parametrize(
     ("silence_ms", "finished_ms", "unfinished_ms"),
-    [(500, 400, 1000), (100, 100, 200), (180, 160, 360), (2000, 1600, 3000)],
+    [(500, 450, 1000), (100, 100, 200), (180, 162, 360), (2000, 1800, 3000)],
 )
 def test_a_personas_silence_sets_the_three_waits(
     silence_ms: int, finished_ms: int, unfinished_ms: int
@@ -108,8 +108,9 @@ def test_a_comma_pause_after_a_finished_clause_does_not_end_the_default_turn() -
     detector = TurnDetector(settings)
     run(detector, chunks(1600, 0.9) + chunks(224, 0.0))
     detector.set_hint(settings.wait_ms(True))
-    # when the speaker pauses 350 ms at the comma and goes on
-    events = run(detector, chunks(128, 0.0) + chunks(640, 0.9) + chunks(640, 0.0))
+    # when the speaker pauses 416 ms at the comma (13 quiet chunks: the most the
+    # benchmark's Piper voice gave at "... on my account, because ...") and goes on
+    events = run(detector, chunks(192, 0.0) + chunks(640, 0.9) + chunks(640, 0.0))
     # then it is one turn, ended once, after the second clause
     kinds = [k for k, _ in events]
     assert kinds.count(TurnEventKind.END_OF_TURN) == 1

@@ -44,7 +44,7 @@ def test_call_config_follows_the_persona(persona: Persona) -> None:
     assert config.instructions == persona.instructions
     assert config.voice.model_path == persona.voice.model_path
     assert config.turns.end_of_turn_ms == 800 and config.turns.threshold == 0.6
-    assert config.turns.complete_end_of_turn_ms == 640
+    assert config.turns.complete_end_of_turn_ms == 720
     assert config.turns.incomplete_end_of_turn_ms == 1600
     assert config.llm.max_tokens == 50 and config.llm.temperature == 0.3
     assert config.llm.backend == "local"

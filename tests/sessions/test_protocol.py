@@ -313,7 +313,7 @@ def test_a_valid_update_applies_every_field(persona_settings: SessionSettings) -
     assert config.llm.max_tokens == INF_OUTPUT_TOKENS and not config.speak
     assert config.turns.end_of_turn_ms == 700 and config.voice.speed == 1.2
     # with the persona's rule for the waits after a finished and an unfinished turn
-    assert config.turns.complete_end_of_turn_ms == 560
+    assert config.turns.complete_end_of_turn_ms == 630
     assert config.turns.incomplete_end_of_turn_ms == 1400
 
 

@@ -10,6 +10,7 @@ import logging
 from typing import Any
 from urllib.parse import parse_qs
 
+from autobahn.exception import Disconnected
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from sessions.auth import AuthError, grant_from_client_secret, grant_from_secret_key
@@ -102,7 +103,12 @@ class RealtimeConsumer(AsyncWebsocketConsumer):
     # ----- Transport -----------------------------------------------------------
 
     async def send_event(self, event: dict[str, Any]) -> None:
-        await self.send(text_data=json.dumps(event, separators=(",", ":")))
+        try:
+            await self.send(text_data=json.dumps(event, separators=(",", ":")))
+        except Disconnected:
+            # The client hung up while an event was on its way: `disconnect` ends the
+            # call with the client's reason (a hang-up is no server error).
+            log.info("client gone: %s not sent", event.get("type"))
 
     async def send_audio(self, pcm: bytes, sample_rate: int) -> None:
         raise NotImplementedError("the WebSocket carries audio as events")

@@ -167,7 +167,7 @@ def plan(text: str, history: list[Message], actions: frozenset[str], goal: str =
         return Plan(call=ToolCall(new_call_id(), TRANSFER_CALL, json.dumps({"reason": text})))
     if TAKE_MESSAGE in actions:
         offered = said is not None and any(said.strip().startswith(o) for o in OFFERS)
-        if offered and said is not None and takes_offer(text, said):
+        if said is not None and offered and takes_offer(text, said):
             if _JUST_YES.match(text):
                 return Plan(say=ASK_FOR_MESSAGE)
             asked = _last(history, "user") if said and said.startswith(MESSAGE_DECLINE) else None

@@ -110,7 +110,7 @@ class ReplyPlanner:
             t not in settings.rule_actions for t in options.offered_tools
         )
         say = self._direct_answer(prompt, turn, may_call=may_call)
-        aside = say is not None and say == settings.decline
+        aside = say == settings.decline
         if say is None and settings.turn_acts:
             say = await self._act(settings, prompt, user_text)
             aside = say is not None

@@ -47,8 +47,10 @@ import numpy as np
 from av import AudioFrame
 
 from voiceapp.engine.tracing import SPAN_NAMES
+from voiceapp.inference.capacity import ADVERTISE_EVERY_S
 
 from .latency import save_report, stats
+from .profile import PerfRecorder, split_by_stage, top_libraries
 from .questions import RATE as WS_RATE
 from .questions import Question, load_questions
 from .rtc import FRAME, Client, loopback_only
@@ -60,6 +62,9 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 TURN_TIMEOUT_S = 60.0
 STAGES = ("asr", "llm", "tts")
+# what the workers served, from their running totals (caption: live captions)
+SERVICE_TOTALS = ("asr", "caption", "eou", "llm", "tts")
+ADVERT_WAIT_S = ADVERTISE_EVERY_S + 0.5
 KNEE = (
     "the largest N such that every step with 1..N simultaneous callers answered every "
     "turn, refused no call, had no caller fail, and kept the client-measured v2v p95 "
@@ -432,11 +437,99 @@ async def worker_stages(topo: Topology) -> dict[str, dict[str, float]]:
     return out
 
 
+async def worker_totals(topo: Topology) -> dict[str, dict[str, float]]:
+    """What the workers have served since they started, per kind."""
+    from voiceapp.inference.capacity import RedisPoolRegistry
+
+    registry = RedisPoolRegistry(topo.env["REDIS_URL"], topo.env["CHANNELS_PREFIX"])
+    try:
+        adverts = await registry.adverts()
+    finally:
+        await registry.aclose()
+    out: dict[str, dict[str, float]] = {}
+    for kind in SERVICE_TOTALS:
+        rows = [a.totals.get(kind, {}) for a in adverts]
+        out[kind] = {
+            field: round(sum(r.get(field, 0.0) for r in rows), 3)
+            for field in ("requests", "service_s", "audio_s")
+        }
+    return out
+
+
+def served_during(
+    before: dict[str, dict[str, float]], after: dict[str, dict[str, float]]
+) -> dict[str, dict[str, float]]:
+    return {
+        kind: {
+            field: round(after[kind][field] - before.get(kind, {}).get(field, 0.0), 3)
+            for field in after[kind]
+        }
+        for kind in after
+    }
+
+
+def redis_pid() -> int | None:
+    """The local redis-server's pid, if one runs here."""
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().strip() == "redis-server":
+                    return int(entry.name)
+            except OSError:
+                continue
+    return None
+
+
+def profile_report(
+    samples: Any,
+    pids: dict[str, int],
+    processes: dict[str, dict[str, float]],
+    served: dict[str, dict[str, float]],
+    call_minutes: float,
+) -> dict[str, Any]:
+    """CPU-seconds per call-minute by process and stage (bench/profile.py), with the
+    workers' ASR split into live captions and turns' readings, and llama.cpp into
+    replies and end-of-turn scores, by their service time."""
+    cpu_s = {name: f["cpu_s"] for name, f in processes.items()}
+    by_stage = split_by_stage(samples, pids, cpu_s)
+    per_min: dict[str, dict[str, float]] = {}
+    for name, stages in by_stage.items():
+        per_min[name] = {
+            stage: round(seconds / call_minutes, 2) if call_minutes else 0.0
+            for stage, seconds in stages.items()
+            if stage != "samples"
+        }
+    partial = served.get("caption", {}).get("service_s", 0.0)
+    asr = served.get("asr", {}).get("service_s", 0.0) + partial
+    llm = served.get("llm", {}).get("service_s", 0.0)
+    eou = served.get("eou", {}).get("service_s", 0.0)
+    return {
+        "cpu_s": by_stage,
+        "cpu_s_per_call_min": per_min,
+        "libraries": top_libraries(samples, pids),
+        "served": served,
+        "asr_partial_share": round(partial / asr, 3) if asr else None,
+        "eou_share_of_llama": round(eou / (llm + eou), 3) if llm + eou else None,
+    }
+
+
 async def run_step(
     topo: Topology, calls: int, questions: list[Question], args: argparse.Namespace
 ) -> dict[str, Any]:
     transports = args.transports.split(",")
-    meter = ProcessMeter({**topo.pids(), "generator": os.getpid()})
+    pids = {**topo.pids(), "generator": os.getpid()}
+    recorder = None
+    if args.profile:
+        redis = redis_pid()
+        if redis is not None:
+            pids["redis"] = redis
+        served_before = await worker_totals(topo)
+        recorder = PerfRecorder(
+            {n: p for n, p in pids.items() if n != "generator"},
+            Path(tempfile.gettempdir()) / f"bench-load-{os.getpid()}-{calls}.perf",
+        )
+        recorder.start()
+    meter = ProcessMeter(pids)
     slack_s = args.slack_ms / 1000
 
     async def one(index: int) -> CallerResult:
@@ -453,7 +546,15 @@ async def run_step(
     callers = await asyncio.gather(*(one(i) for i in range(calls)))
     wall_s, processes = await meter.stop()
     stages = await worker_stages(topo)
-    return step_report(calls, list(callers), processes, stages, wall_s, args)
+    report = step_report(calls, list(callers), processes, stages, wall_s, args)
+    if recorder is not None:
+        samples = await asyncio.to_thread(recorder.stop)
+        await asyncio.sleep(ADVERT_WAIT_S)  # the workers' next advert has the step's totals
+        served = served_during(served_before, await worker_totals(topo))
+        report["profile"] = profile_report(
+            samples, recorder.pids, processes, served, report["call_minutes"]
+        )
+    return report
 
 
 def step_report(
@@ -516,6 +617,20 @@ def step_report(
             if not t.answered
         ],
         "errors": errors,
+        # each turn, for the slow ones' causes
+        "turns": [
+            {
+                "caller": index,
+                "transport": c.transport,
+                "question": t.question,
+                "status": t.status,
+                "heard": t.transcript,
+                "client_v2v_ms": t.client_v2v_ms,
+                "server": {k: v for k, v in t.server.items() if v is not None},
+            }
+            for index, c in enumerate(callers)
+            for t in c.turns
+        ],
         "audio": audio_summary(callers),
         "processes": processes,
         "cost": cost,
@@ -650,6 +765,16 @@ def format_step(step: dict[str, Any]) -> str:
             f"    {name:9} cpu {100 * f['cpu_share']:.0f}% of a core  rss {f['rss_mb_peak']} MiB"
             f"  {per_min} cpu-s/call-min"
         )
+    profile = step.get("profile")
+    if profile:
+        lines.append(
+            "    cpu-s per call-min by stage"
+            f" (ASR: {profile['asr_partial_share']} of it live captions;"
+            f" llama: {profile['eou_share_of_llama']} of it end-of-turn scores):"
+        )
+        for name, stages in profile["cpu_s_per_call_min"].items():
+            parts = ", ".join(f"{stage} {value}" for stage, value in stages.items())
+            lines.append(f"      {name:8} {parts}")
     for error in step["errors"]:
         lines.append(f"    error: {error}")
     return "\n".join(lines)
@@ -705,6 +830,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--settle-s", type=float, default=3.0, help="pause between steps")
     p.add_argument("--idle-s", type=float, default=5.0, help="idle measurement before the ramp")
     p.add_argument("--keep-going", action="store_true", help="run every step past the knee")
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="record the servers with perf: CPU per call-minute by stage (bench/profile.py)",
+    )
     return p
 
 

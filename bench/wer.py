@@ -66,10 +66,15 @@ class RecordingInference:
         self.readings: list[dict[str, Any]] = []
 
     async def transcribe(
-        self, audio: np.ndarray, language: str, model: str = DEFAULT_ASR_MODEL
+        self,
+        audio: np.ndarray,
+        language: str,
+        model: str = DEFAULT_ASR_MODEL,
+        *,
+        partial: bool = False,
     ) -> Transcript:
         started = time.perf_counter()
-        result = await self.inner.transcribe(audio, language, model)
+        result = await self.inner.transcribe(audio, language, model, partial=partial)
         self.readings.append(
             {
                 "audio_s": round(len(audio) / 16000, 2),

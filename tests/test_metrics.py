@@ -129,7 +129,7 @@ def test_inference_queue_depth_from_the_redis_layer(token: str, settings: Any) -
     try:
         samples = _samples()
     finally:
-        for kind in ("asr", "llm", "tts", "eou"):
+        for kind in ("asr", "llm", "tts", "eou", "caption"):
             redis.delete(prefix + f"inference.{kind}")
 
     depth = "voiceapp_inference_queue_depth"
@@ -137,6 +137,7 @@ def test_inference_queue_depth_from_the_redis_layer(token: str, settings: Any) -
     assert samples[(depth, (("kind", "tts"),))] == 1
     assert samples[(depth, (("kind", "llm"),))] == 0
     assert samples[(depth, (("kind", "eou"),))] == 0
+    assert samples[(depth, (("kind", "caption"),))] == 0
 
 
 def test_inference_queue_depth_in_embedded_mode(token: str, settings: Any) -> None:

@@ -386,10 +386,15 @@ ASR_MODEL_PATH = env.str("ASR_MODEL_PATH", default="")
 INFERENCE_DEVICE = env.str("INFERENCE_DEVICE", default="auto")
 ASR_DEVICE = env.str("ASR_DEVICE", default="")
 ASR_COMPUTE_TYPE = env.str("ASR_COMPUTE_TYPE", default="default")
-# Whisper replicas (readings at once: a turn's final one need not wait for a live
-# caption's) and threads per replica; on 2 cores one thread is as fast as two.
+# Whisper replicas for turns' final readings (two calls' turns can end together)
+# and threads per replica; on 2 cores one thread is as fast as two.
 ASR_THREADS = env.int("ASR_THREADS", default=1)
 ASR_REPLICAS = env.int("ASR_REPLICAS", default=2)
+# Live captions (partial transcripts) read on a Whisper instance of their own, on
+# their own queue (`inference.caption`), at this nice value: under load they yield
+# the cores to the turns that are waiting for an answer. -1: they share the
+# replicas above (still on their own queue).
+ASR_CAPTION_NICE = env.int("ASR_CAPTION_NICE", default=10)
 LLM_MODEL_PATH = env.str("LLM_MODEL_PATH", default="")
 # Token generation on one core leaves the other to TTS of the first clause; prompts
 # use both. Alone, SmolLM2-135M writes a token in about 10 ms with 2 threads and 18

@@ -1,8 +1,18 @@
+import os
+import threading
+from dataclasses import replace
+from typing import Any
+
 import numpy as np
 import pytest
 
 from tests.support.clips import Clip, piper_clip, words
-from voiceapp.engine.asr import collapse_repeats, hallucination_reason, looks_looped
+from voiceapp.engine.asr import (
+    WhisperASR,
+    collapse_repeats,
+    hallucination_reason,
+    looks_looped,
+)
 from voiceapp.engine.inference import LocalInference
 
 
@@ -113,3 +123,50 @@ def test_numbers_alone_are_words() -> None:
     # "1, 2, 3, 4, 5." is a counted turn, not an empty one
     assert hallucination_reason("1, 2, 3, 4, 5.", 0.3, -0.3) is None
     assert hallucination_reason("7", 0.1, -0.2) is None
+
+
+def thread_nice(tid: int) -> int:
+    return os.getpriority(os.PRIO_PROCESS, tid)
+
+
+def test_captions_are_read_by_a_model_of_their_own_whose_threads_yield(
+    models: LocalInference,
+) -> None:
+    # given the models as a worker loads them: a caption instance beside the turns' one
+    caption = models.caption_asr
+    assert caption is not None and caption is not models.asr
+    assert caption.settings.nice == 10 and caption.settings.num_workers == 1
+    # when a niced model is made, its replica threads are niced and this thread is not
+    before = set(os.listdir("/proc/self/task"))
+    niced = WhisperASR(replace(caption.settings, nice=7))
+    started = {int(t) for t in set(os.listdir("/proc/self/task")) - before}
+    assert started, "the model started no thread of its own"
+    assert {thread_nice(t) for t in started} == {7}
+    assert thread_nice(threading.get_native_id()) == 0
+    # and it reads as the other does
+    assert niced.transcribe(piper_clip("What is the capital of France?").at(16000)).text
+
+
+async def test_a_partial_transcript_is_read_by_the_caption_model(
+    models: LocalInference, clips: dict[str, Clip]
+) -> None:
+    # given both models counting their readings
+    calls: list[str] = []
+    assert models.caption_asr is not None
+    for name, asr in (("turn", models.asr), ("caption", models.caption_asr)):
+        original = asr.transcribe
+
+        def counted(*args: Any, _name: str = name, _original: Any = original) -> Any:
+            calls.append(_name)
+            return _original(*args)
+
+        asr.transcribe = counted  # type: ignore[method-assign]
+    try:
+        # when a live caption and then a turn are read
+        partial = await models.transcribe(clips["capital"].at(16000), "en", partial=True)
+        final = await models.transcribe(clips["capital"].at(16000), "en")
+    finally:
+        del models.asr.transcribe, models.caption_asr.transcribe  # type: ignore[attr-defined]
+    # then each went to its own model, and both read the question
+    assert calls == ["caption", "turn"]
+    assert partial.text == final.text and {"capital", "france"} <= words(final.text)

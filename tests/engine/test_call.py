@@ -740,9 +740,11 @@ class GatedASR:
         self.models = models
         self.gate = asyncio.Event()
 
-    async def transcribe(self, audio: np.ndarray, language: str, model: str = "tiny.en") -> Any:
+    async def transcribe(
+        self, audio: np.ndarray, language: str, model: str = "tiny.en", *, partial: bool = False
+    ) -> Any:
         await self.gate.wait()
-        return await self.models.transcribe(audio, language, model)
+        return await self.models.transcribe(audio, language, model, partial=partial)
 
     def generate(self, messages: Any, options: Any) -> Any:
         return self.models.generate(messages, options)

@@ -151,11 +151,13 @@ class FirstTranscriptFails:
         self.inner = inner
         self.failed = False
 
-    async def transcribe(self, audio: np.ndarray, language: str, model: str = "tiny.en"):  # type: ignore[no-untyped-def]
+    async def transcribe(  # type: ignore[no-untyped-def]
+        self, audio: np.ndarray, language: str, model: str = "tiny.en", *, partial: bool = False
+    ):
         if not self.failed:
             self.failed = True
             raise InferenceError("worker went away", "worker_lost")
-        return await self.inner.transcribe(audio, language, model)
+        return await self.inner.transcribe(audio, language, model, partial=partial)
 
     def generate(self, messages, options):  # type: ignore[no-untyped-def]
         return self.inner.generate(messages, options)

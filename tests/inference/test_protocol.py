@@ -48,6 +48,11 @@ EXAMPLES: dict[str, tuple[Callable[[object], Any], Any, set[str]]] = {
         request("asr", p.encode_asr_payload(PCM, "de", "small")),
         set(),
     ),
+    "caption request": (
+        p.decode_request,
+        request("caption", p.encode_asr_payload(PCM, "en", "tiny.en")),
+        set(),
+    ),
     "llm request": (
         p.decode_request,
         request("llm", p.encode_llm_payload([{"role": "user", "content": "Hello"}], OPTIONS)),
@@ -276,7 +281,7 @@ def test_a_field_of_the_wrong_type_is_refused_by_name(name: str, path: str) -> N
         ("payload.temperature", True, "'payload.temperature' must be a number, not bool"),
         ("accept_by", "soon", "'accept_by' must be a number, not str"),
         ("request_id", "", "'request_id' must not be empty"),
-        ("kind", "video", "'kind' must be one of asr, llm, tts, eou, not 'video'"),
+        ("kind", "video", "'kind' must be one of asr, llm, tts, eou, caption, not 'video'"),
         ("payload.messages", ["Hello"], "'payload.messages[0]' is not a dict (str)"),
     ],
 )

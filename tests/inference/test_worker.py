@@ -65,6 +65,45 @@ async def test_a_turns_reading_starts_while_a_captions_is_being_read(
     assert {"capital", "france"} <= words(capital.text), capital
 
 
+async def test_live_captions_have_their_own_queue_and_totals(
+    start_worker: StartWorker, client: ChannelsInference, clips: dict[str, Clip]
+) -> None:
+    # given a worker
+    worker = await start_worker()
+    assert worker.advert().slots["caption"] == 1
+    # when a live caption and then a turn's reading are transcribed
+    caption = await client.transcribe(clips["capital"].at(16000), "en", partial=True)
+    turn = await client.transcribe(clips["capital"].at(16000), "en")
+    # then both are read alike, each as its own kind
+    assert {"capital", "france"} <= words(caption.text) and caption.text == turn.text
+    assert (worker.served["caption"], worker.served["asr"]) == (1, 1)
+    # and the advert's running totals count each
+    totals = worker.advert().totals
+    assert totals["caption"]["requests"] == totals["asr"]["requests"] == 1
+    assert totals["caption"]["audio_s"] == pytest.approx(totals["asr"]["audio_s"])
+    assert totals["caption"]["service_s"] > 0 and totals["asr"]["service_s"] > 0
+    assert "llm" not in totals  # nothing else was asked
+
+
+async def test_a_turns_reading_is_not_queued_behind_other_calls_captions(
+    start_worker: StartWorker, client: ChannelsInference, clips: dict[str, Clip]
+) -> None:
+    # given a worker reading one caption, with four more captions waiting behind it
+    worker = await start_worker()
+    long = clips["long"].at(16000)
+    captions = [
+        asyncio.create_task(client.transcribe(long, "en", partial=True)) for _ in range(5)
+    ]
+    assert await wait_until(lambda: worker.advert().busy["caption"] == 1, 10)
+    # when a turn ends and its reading is sent
+    turn = await client.transcribe(clips["capital"].at(16000), "en")
+    # then it was read before the captions sent ahead of it were done
+    assert {"capital", "france"} <= words(turn.text)
+    assert worker.served["caption"] < 5, worker.served
+    for caption in await asyncio.gather(*captions):
+        assert {"table", "vegetarian"} <= words(caption.text), caption
+
+
 async def test_end_of_turn_scores_come_back_from_a_worker(
     start_worker: StartWorker, client: ChannelsInference, models: LocalInference
 ) -> None:

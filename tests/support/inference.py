@@ -39,9 +39,14 @@ class RecordingInference:
         return [request.options.max_tokens for request in self.llm]
 
     async def transcribe(
-        self, audio: np.ndarray, language: str, model: str = DEFAULT_ASR_MODEL
+        self,
+        audio: np.ndarray,
+        language: str,
+        model: str = DEFAULT_ASR_MODEL,
+        *,
+        partial: bool = False,
     ) -> Transcript:
-        return await self.inner.transcribe(audio, language, model)
+        return await self.inner.transcribe(audio, language, model, partial=partial)
 
     def generate(self, messages: list[Message], options: LLMOptions) -> TokenStream:
         stream = self.inner.generate(messages, options)

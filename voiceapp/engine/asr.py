@@ -8,15 +8,19 @@ less encoder work on a short question, with nearly the same words.
 from __future__ import annotations
 
 import logging
+import os
 import re
+import sys
 import threading
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
+T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 SAMPLE_RATE = 16000
@@ -61,6 +65,9 @@ class WhisperSettings:
     # second replica lets the turn's final reading start while a caption's runs.
     cpu_threads: int = 1
     num_workers: int = 2  # CTranslate2 replicas: readings that run at once
+    # Above 0: the replicas' threads run at this nice value (Linux), so that under
+    # contention for the cores they yield to everything else (live captions).
+    nice: int = 0
     # Silence after the audio inside the encoder window: with less, tiny.en gets
     # short utterances wrong more often ("How is not we know today" at 1 s).
     pad_seconds: float = 2.0
@@ -222,6 +229,30 @@ def hallucination_reason(text: str, no_speech_prob: float, avg_logprob: float) -
     return None
 
 
+def in_niced_thread(make: Callable[[], T], nice: int) -> T:
+    """`make()` run in a new thread of nice value `nice`: the threads it starts (a
+    CTranslate2 model's replicas) inherit that value, and keep it. On Linux the nice
+    value is a thread's own; elsewhere this is `make()`."""
+    if not sys.platform.startswith("linux"):
+        return make()
+    result: list[T] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+            result.append(make())
+        except BaseException as exc:
+            failure.append(exc)
+
+    thread = threading.Thread(target=run, name="niced-loader", daemon=True)
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+    return result[0]
+
+
 class WhisperASR:
     """faster-whisper backend; one instance per process, safe to call from threads."""
 
@@ -230,13 +261,17 @@ class WhisperASR:
         from faster_whisper.tokenizer import Tokenizer
 
         self.settings = settings
-        self._model = WhisperModel(
-            str(Path(settings.model_path)),
-            device=settings.device,
-            compute_type=settings.compute_type,
-            cpu_threads=settings.cpu_threads,
-            num_workers=settings.num_workers,
-        )
+
+        def load() -> Any:
+            return WhisperModel(
+                str(Path(settings.model_path)),
+                device=settings.device,
+                compute_type=settings.compute_type,
+                cpu_threads=settings.cpu_threads,
+                num_workers=settings.num_workers,
+            )
+
+        self._model = load() if settings.nice <= 0 else in_niced_thread(load, settings.nice)
         self._tokenizers: dict[str, Tokenizer] = {}
         self._lock = threading.Lock()
         self._tokenizer_cls = Tokenizer

@@ -78,8 +78,16 @@ class TokenStream(Stream[str | ToolCall], Protocol):
 
 class Inference(Protocol):
     async def transcribe(
-        self, audio: np.ndarray, language: str, model: str = DEFAULT_ASR_MODEL
-    ) -> Transcript: ...
+        self,
+        audio: np.ndarray,
+        language: str,
+        model: str = DEFAULT_ASR_MODEL,
+        *,
+        partial: bool = False,
+    ) -> Transcript:
+        """`partial`: a live caption of a turn still being spoken, which nothing waits
+        on (a worker may run it at a lower priority)."""
+        ...
 
     def generate(self, messages: list[Message], options: LLMOptions) -> TokenStream: ...
 
@@ -183,11 +191,17 @@ class LocalInference:
         asr_model: str = DEFAULT_ASR_MODEL,
         asr_loader: Callable[[str], ASR] | None = None,
         devices: DevicePlan | None = None,
+        caption_asr: ASR | None = None,
     ) -> None:
-        """`devices`: where the models run (`load_inference` plans it; None: not known)."""
+        """`devices`: where the models run (`load_inference` plans it; None: not known).
+        `caption_asr`: the default model's instance for live captions (one reading at
+        a time, at a lower priority); None: captions share `asr`."""
         self.asr = asr
+        self.caption_asr = caption_asr
+        self._caption_slot = threading.Semaphore(1)
         self.devices = devices
         # Other ASR models by name, loaded on first use (a persona's larger Whisper).
+        self.asr_model = asr_model
         self._asrs: dict[str, ASR] = {asr_model: asr}
         self._asr_loader = asr_loader
         self._asr_load_lock = threading.Lock()
@@ -212,16 +226,23 @@ class LocalInference:
             return asr
 
     async def transcribe(
-        self, audio: np.ndarray, language: str, model: str = DEFAULT_ASR_MODEL
+        self,
+        audio: np.ndarray,
+        language: str,
+        model: str = DEFAULT_ASR_MODEL,
+        *,
+        partial: bool = False,
     ) -> Transcript:
         # A request whose caller gave up while it waited for the model (a speculative
         # transcript the user spoke over) is dropped instead of keeping the model busy.
         abandoned = threading.Event()
         queued_at = time.monotonic()
 
+        caption = partial and self.caption_asr is not None and model == self.asr_model
+
         def run() -> Transcript:
-            asr = self._asr_named(model)
-            with self._asr_slot:
+            asr = self.caption_asr if caption and self.caption_asr else self._asr_named(model)
+            with self._caption_slot if caption else self._asr_slot:
                 if abandoned.is_set():
                     raise InferenceError("transcription abandoned", "asr_cancelled")
                 waited_ms = round(1000.0 * (time.monotonic() - queued_at), 1)
@@ -296,9 +317,14 @@ class EndpointInference:
         self._executor = executor
 
     async def transcribe(
-        self, audio: np.ndarray, language: str, model: str = DEFAULT_ASR_MODEL
+        self,
+        audio: np.ndarray,
+        language: str,
+        model: str = DEFAULT_ASR_MODEL,
+        *,
+        partial: bool = False,
     ) -> Transcript:
-        return await self.inner.transcribe(audio, language, model)
+        return await self.inner.transcribe(audio, language, model, partial=partial)
 
     def generate(
         self, messages: list[Message], options: LLMOptions

@@ -309,7 +309,9 @@ class Listener:
 
         async def partial() -> None:
             try:
-                result = await self._inference.transcribe(audio, cfg.language, cfg.asr_model)
+                result = await self._inference.transcribe(
+                    audio, cfg.language, cfg.asr_model, partial=True
+                )
             except InferenceError as exc:
                 log.warning("partial transcript failed: %s", exc)
                 return

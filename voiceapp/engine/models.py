@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .asr import (
@@ -35,7 +35,10 @@ class ModelSettings:
     asr_compute_type: str = "default"  # int8 on the CPU, float16 on a GPU
     asr_device: str = ""  # cpu, cuda or auto; "" follows inference_device
     asr_threads: int = 1  # per replica
-    asr_replicas: int = 2  # readings at once (a turn's final one beside a caption's)
+    asr_replicas: int = 2  # turns' readings at once (two calls' turns ending together)
+    # Live captions read on an instance of their own at this nice value (0-19; on
+    # the CPU only); -1: captions share the replicas above.
+    caption_nice: int = 10
     llm_model_path: str = ""
     llm_threads: int = 1
     llm_batch_threads: int = 2
@@ -91,15 +94,20 @@ def load_inference(settings: ModelSettings, *, warm_up: bool = True) -> LocalInf
             asr.warm_up()
         return asr
 
-    asr = WhisperASR(
-        WhisperSettings(
-            model_path=settings.asr_model_path or asr_model_path(settings.asr_model, cache_dir),
-            compute_type=compute_type,
-            device=device,
-            cpu_threads=settings.asr_threads,
-            pad_seconds=PAD_SECONDS.get(settings.asr_model, 2.0),
-        )
+    default_asr = WhisperSettings(
+        model_path=settings.asr_model_path or asr_model_path(settings.asr_model, cache_dir),
+        compute_type=compute_type,
+        device=device,
+        cpu_threads=settings.asr_threads,
+        num_workers=settings.asr_replicas,
+        pad_seconds=PAD_SECONDS.get(settings.asr_model, 2.0),
     )
+    asr = WhisperASR(default_asr)
+    # Live captions get an instance of their own: one replica whose thread yields the
+    # cores to everything else (docs/CAPACITY.md, 2026-12-06).
+    caption_asr = None
+    if settings.caption_nice >= 0 and device == "cpu":
+        caption_asr = WhisperASR(replace(default_asr, num_workers=1, nice=settings.caption_nice))
     http_llm: LLM | None = None
     if settings.llm_http_base_url:
         http_llm = HttpLLM(
@@ -130,6 +138,8 @@ def load_inference(settings: ModelSettings, *, warm_up: bool = True) -> LocalInf
         )
     if warm_up:
         asr.warm_up()
+        if caption_asr is not None:
+            caption_asr.warm_up()
         llm.warm_up()
         voice = default_voice()
         if settings.warm_voice_path:
@@ -149,4 +159,5 @@ def load_inference(settings: ModelSettings, *, warm_up: bool = True) -> LocalInf
         asr_model=settings.asr_model,
         asr_loader=load_asr,
         devices=plan,
+        caption_asr=caption_asr,
     )

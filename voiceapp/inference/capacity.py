@@ -120,6 +120,9 @@ class Advert:
     cpu: float  # share of its cores used since the previous advert
     overloaded: bool
     stats: dict[str, dict[str, float]] = field(default_factory=dict)
+    # since the worker started, per kind: requests, service_s, audio_s (a profile
+    # reads their change over a run)
+    totals: dict[str, dict[str, float]] = field(default_factory=dict)
     at: float = 0.0  # wall clock (time.time) when published
     devices: dict[str, Any] = field(default_factory=dict)  # DevicePlan.as_dict(); {}: unknown
 
@@ -233,10 +236,15 @@ class CapacityAdvertiser:
         self.wait_budget_ms = wait_budget_ms
         self._load = load
         self._meters = {kind: ServiceMeter() for kind in kinds}
+        self._totals: dict[str, dict[str, float]] = {}
         self._cpu = CpuMeter(cpu_cores())
 
     def record(self, kind: str, *, wait_s: float, service_s: float, audio_s: float) -> None:
         self._meters[kind].add(wait_s=wait_s, service_s=service_s, audio_s=audio_s)
+        total = self._totals.setdefault(kind, {"requests": 0, "service_s": 0.0, "audio_s": 0.0})
+        total["requests"] += 1
+        total["service_s"] += service_s
+        total["audio_s"] += audio_s
 
     def advert(self) -> Advert:
         worker, slots, busy = self._load()
@@ -251,6 +259,10 @@ class CapacityAdvertiser:
             cpu=self._cpu.read(),
             overloaded=is_overloaded(stats, self.wait_budget_ms),
             stats=stats,
+            totals={
+                name: {k: round(v, 3) for k, v in total.items()}
+                for name, total in self._totals.items()
+            },
             at=time.time(),
             devices=self.devices,
         )

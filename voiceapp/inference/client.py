@@ -451,10 +451,16 @@ class ChannelsInference:
             self._affinity.popitem(last=False)
 
     async def transcribe(
-        self, audio: np.ndarray, language: str, model: str = DEFAULT_ASR_MODEL
+        self,
+        audio: np.ndarray,
+        language: str,
+        model: str = DEFAULT_ASR_MODEL,
+        *,
+        partial: bool = False,
     ) -> Transcript:
         payload = encode_asr_payload(float_to_pcm16(audio), language, model)
-        stream: ChannelStream[Transcript] = ChannelStream(self, "asr", payload, _decode_transcript)
+        kind = "caption" if partial else "asr"
+        stream: ChannelStream[Transcript] = ChannelStream(self, kind, payload, _decode_transcript)
         try:
             async for transcript in stream:
                 if stream.queue_ms is None:

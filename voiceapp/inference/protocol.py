@@ -7,15 +7,17 @@ the message and the field, when it does not have its documented shape. The
 client (`client.py`) and the worker (`worker.py`) only build and read messages
 through these.
 
-Requests go to `inference.asr`, `inference.llm`, `inference.tts` or `inference.eou`; any worker
-with a free slot takes one. Replies go to the caller's `reply_channel`, each
+Requests go to `inference.asr`, `inference.caption`, `inference.llm`, `inference.tts` or
+`inference.eou`; any worker with a free slot takes one. `caption` is ASR of a turn
+still being spoken, for live captions: its own queue and slots, so that a turn's
+final reading (`asr`) never waits behind the captions of other calls. Replies go to the caller's `reply_channel`, each
 tagged with the `request_id`:
 
     request   {"type": "inference.request", "kind", "request_id", "reply_channel",
                "accept_by": unix seconds, "queued_at": unix seconds, "payload": {...}}
     accepted  {"type": "inference.accepted", "request_id", "worker": worker channel}
     heartbeat {"type": "inference.heartbeat", "request_id"}          every 0.2 s while busy
-    result    {"type": "inference.result", "request_id", "transcript": {...}}     (asr)
+    result    {"type": "inference.result", "request_id", "transcript": {...}}  (asr, caption)
     token     {"type": "inference.token", "request_id", "text", "queue_ms"?, "usage"?,
                "tool_call"?: {"call_id", "name", "arguments"}}                    (llm)
     audio     {"type": "inference.audio", "request_id", "pcm": bytes, "sample_rate"} (tts)
@@ -33,7 +35,7 @@ that accepts the abandoned attempt late is sent a cancel for it. A call's next
 LLM turn is sent to the worker channel of the worker that served its last one
 (it holds the call's prompt in its cache), with a short `accept_by`.
 
-Payloads: asr {"audio": PCM16 16 kHz mono bytes, "language", "model"}; llm {"messages":
+Payloads: asr and caption {"audio": PCM16 16 kHz mono bytes, "language", "model"}; llm {"messages":
 [{"role", "content", "tool_call_id"?, "tool_name"?, "tool_arguments"?}], "max_tokens",
 "temperature", "model", "backend", "session", "repeat_penalty", "tools"?: [{"name",
 "description", "parameters": JSON text}], "tool_choice"?}; tts {"text", "voice_id",
@@ -72,7 +74,7 @@ from voiceapp.engine.llm import LLMOptions, Message, PromptUsage
 from voiceapp.engine.tools import ToolCall, ToolSpec
 from voiceapp.engine.tts import VoiceSpec
 
-KINDS: tuple[str, ...] = ("asr", "llm", "tts", "eou")
+KINDS: tuple[str, ...] = ("asr", "llm", "tts", "eou", "caption")
 CHANNELS: dict[str, str] = {kind: f"inference.{kind}" for kind in KINDS}
 WORKER_CHANNEL_PREFIX = "inference.worker"  # + ".<uuid>": one per worker, for cancels
 REPLY_CHANNEL_PREFIX = "inference.reply"  # + ".<uuid>": one per request, shared by its attempts
@@ -630,6 +632,7 @@ def as_prompt_usage(payload: UsagePayload) -> PromptUsage:
 
 _PAYLOADS: dict[str, Callable[[_Fields], Any]] = {
     "asr": _asr_payload,
+    "caption": _asr_payload,
     "llm": _llm_payload,
     "tts": _tts_payload,
     "eou": _eou_payload,

@@ -83,6 +83,7 @@ def model_settings() -> ModelSettings:
         asr_device=settings.ASR_DEVICE,
         asr_threads=settings.ASR_THREADS,
         asr_replicas=settings.ASR_REPLICAS,
+        caption_nice=settings.ASR_CAPTION_NICE,
         llm_model_path=settings.LLM_MODEL_PATH,
         llm_threads=settings.LLM_THREADS,
         llm_batch_threads=settings.LLM_BATCH_THREADS,

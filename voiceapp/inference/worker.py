@@ -57,7 +57,7 @@ from .protocol import (
 log = logging.getLogger(__name__)
 
 # ASR and LLM slots: as many readings and replies as the loaded models run at once.
-DEFAULT_SLOTS = {"tts": 2, "eou": 1}
+DEFAULT_SLOTS = {"tts": 2, "eou": 1, "caption": 1}
 STOP_TIMEOUT_S = 1.0
 SEEN_REQUESTS = 4096
 LAYER_RETRY_FIRST_S = 0.1
@@ -84,6 +84,8 @@ class InferenceWorker:
         unknown = set(kinds) - set(KINDS)
         if unknown:
             raise ValueError(f"unknown inference kinds: {sorted(unknown)}")
+        if "asr" in kinds and "caption" not in kinds:
+            kinds = (*kinds, "caption")  # a worker that reads turns reads their captions too
         self.layer = layer
         self.inference = inference
         self.kinds = kinds
@@ -287,8 +289,10 @@ class InferenceWorker:
             started = time.monotonic()
             waited = time.time() - request["queued_at"]
             audio_s = 0.0
-            if request["kind"] == "asr":
-                audio_s = await self._asr(reply, request_id, request["payload"])
+            if request["kind"] in ("asr", "caption"):
+                audio_s = await self._asr(
+                    reply, request_id, request["payload"], caption=request["kind"] == "caption"
+                )
             elif request["kind"] == "llm":
                 done = await self._llm(reply, request_id, request["payload"])
             elif request["kind"] == "eou":
@@ -313,10 +317,14 @@ class InferenceWorker:
             beat.cancel()
             self._handlers.pop(request_id, None)
 
-    async def _asr(self, reply: str, request_id: str, payload: AsrPayload) -> float:
+    async def _asr(
+        self, reply: str, request_id: str, payload: AsrPayload, *, caption: bool
+    ) -> float:
         """Transcribe; returns the seconds of audio read."""
         audio = pcm16_to_float(payload["audio"])
-        transcript = await self.inference.transcribe(audio, payload["language"], payload["model"])
+        transcript = await self.inference.transcribe(
+            audio, payload["language"], payload["model"], partial=caption
+        )
         await self._send(reply, encode_result(request_id, transcript, worker=self.channel))
         return len(audio) / 16000
 

@@ -19,7 +19,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument(
-            "--kinds", default=",".join(KINDS), help="comma-separated subset of asr,llm,tts"
+            "--kinds",
+            default=",".join(KINDS),
+            help="comma-separated subset of " + ",".join(KINDS) + " (asr brings caption with it)",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:

@@ -84,12 +84,17 @@ class _WatchedInference:
         self.idle.set()
 
     async def transcribe(
-        self, audio: np.ndarray, language: str, model: str = DEFAULT_ASR_MODEL
+        self,
+        audio: np.ndarray,
+        language: str,
+        model: str = DEFAULT_ASR_MODEL,
+        *,
+        partial: bool = False,
     ) -> Transcript:
         self._in_flight += 1
         self.idle.clear()
         try:
-            return await self._inner.transcribe(audio, language, model)
+            return await self._inner.transcribe(audio, language, model, partial=partial)
         finally:
             self._in_flight -= 1
             if not self._in_flight:

@@ -110,9 +110,7 @@ def split_by_stage(
         for dso, n in mine.items():
             by_stage[stage_of(role_of(name), dso)] += n
         seconds = cpu_s.get(name, 0.0)
-        out[name] = {
-            stage: round(seconds * n / total, 3) for stage, n in by_stage.most_common()
-        }
+        out[name] = {stage: round(seconds * n / total, 3) for stage, n in by_stage.most_common()}
         out[name]["samples"] = total
     return out
 
@@ -175,7 +173,9 @@ class PerfRecorder:
             proc.kill()
             _, err = proc.communicate()
         if not self.data.exists():
-            raise PerfUnavailable(f"perf record wrote nothing: {err.decode(errors='replace')[:300]}")
+            raise PerfUnavailable(
+                f"perf record wrote nothing: {err.decode(errors='replace')[:300]}"
+            )
         script = subprocess.run(
             [perf_path(), "script", "-i", str(self.data), "-F", "pid,ip,dso"],
             capture_output=True,

@@ -8,6 +8,6 @@ import os
 # numpy is first imported, so it is set here, when Django loads the settings.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-from voiceapp.celery import app as celery_app  # noqa: E402
+from voiceapp.celery import app as celery_app
 
 __all__ = ["celery_app"]

@@ -31,7 +31,7 @@ def positive(value: Any) -> bool:
 async def test_a_ramp_of_one_and_two_callers_reports_each_figure() -> None:
     # given a pool that admits every call, when one then two callers (a WebSocket
     # caller and a WebRTC one) each ask a question
-    report = await ramp("--steps", "1,2", "--max-calls", "1000", "--keep-going")
+    report = await ramp("--steps", "1,2", "--max-calls", "1000", "--keep-going", "--profile")
 
     # then each step has a v2v measured on the client's clock, per transport
     one, two = report["steps"]
@@ -55,6 +55,19 @@ async def test_a_ramp_of_one_and_two_callers_reports_each_figure() -> None:
     assert two["audio"]["websocket"]["chunks"] > 0
     assert two["audio"]["webrtc"]["frames"] > 0
     assert two["audio"]["webrtc"]["late"] <= two["audio"]["webrtc"]["frames"]
+    # and the servers' CPU is shared out between stages (perf samples), the models' own
+    # among them, and the workers' totals say what they read and said
+    for step in (one, two):
+        profile = step["profile"]
+        worker = profile["cpu_s"]["worker0"]
+        assert worker["samples"] > 0 and positive(worker.get("asr"))
+        assert positive(worker.get("tts")) and positive(worker.get("llm + eou"))
+        assert positive(profile["cpu_s"]["web"].get("python"))
+        stages = sum(v for k, v in worker.items() if k != "samples")
+        assert stages == pytest.approx(step["processes"]["worker0"]["cpu_s"], rel=0.02, abs=0.05)
+        served = profile["served"]
+        assert served["asr"]["requests"] >= step["all"]["answered"], served
+        assert served["caption"]["requests"] > 0 and served["tts"]["requests"] > 0, served
     # and the knee follows its definition: the steps that passed, in a row from 1
     passed = [s["calls"] for s in report["steps"] if s["passed"]]
     assert report["knee"]["calls"] == (2 if passed == [1, 2] else 1 if 1 in passed else 0)

@@ -73,3 +73,34 @@ async def test_without_a_scorer_the_request_is_a_clear_error(models: LocalInfere
             await bare.end_of_turn("hello", "")
     finally:
         bare.close()
+
+
+def test_calls_taking_turns_score_alike_from_saved_prompt_heads(models: LocalInference) -> None:
+    # given the scorer, and three calls whose agents said different things
+    scorer = models.eou
+    assert scorer is not None
+    replies = [
+        "Hello! Thanks for calling. How can I help you today?",
+        "I'm sorry, I don't know that. I can take a message and someone will call you back.",
+        "We open at nine tomorrow morning.",
+    ]
+    texts = ["Can you recommend a good", "What time do you close?"]
+    # when each call's turn is scored once alone (its head evaluated afresh)
+    fresh = {}
+    for reply in replies:
+        for text in texts:
+            scorer._llama.n_tokens = 0
+            scorer._heads.clear()
+            fresh[(reply, text)] = scorer.probability(text, reply)
+    # and then the calls take turns, as three calls on one worker do
+    for reply in replies:
+        scorer.probability("Hello", reply)
+    restored_before = scorer.head_restores
+    taking_turns = {
+        (reply, text): scorer.probability(text, reply) for text in texts for reply in replies
+    }
+    # then each turn's head was loaded from its snapshot, not evaluated again
+    assert scorer.head_restores - restored_before == len(replies) * len(texts)
+    # and the scores are the ones the fresh evaluation gave
+    for key, probability in taking_turns.items():
+        assert probability == pytest.approx(fresh[key], abs=1e-3), key

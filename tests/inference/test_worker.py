@@ -91,9 +91,7 @@ async def test_a_turns_reading_is_not_queued_behind_other_calls_captions(
     # given a worker reading one caption, with four more captions waiting behind it
     worker = await start_worker()
     long = clips["long"].at(16000)
-    captions = [
-        asyncio.create_task(client.transcribe(long, "en", partial=True)) for _ in range(5)
-    ]
+    captions = [asyncio.create_task(client.transcribe(long, "en", partial=True)) for _ in range(5)]
     assert await wait_until(lambda: worker.advert().busy["caption"] == 1, 10)
     # when a turn ends and its reading is sent
     turn = await client.transcribe(clips["capital"].at(16000), "en")

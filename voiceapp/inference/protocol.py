@@ -10,8 +10,8 @@ through these.
 Requests go to `inference.asr`, `inference.caption`, `inference.llm`, `inference.tts` or
 `inference.eou`; any worker with a free slot takes one. `caption` is ASR of a turn
 still being spoken, for live captions: its own queue and slots, so that a turn's
-final reading (`asr`) never waits behind the captions of other calls. Replies go to the caller's `reply_channel`, each
-tagged with the `request_id`:
+final reading (`asr`) never waits behind the captions of other calls. Replies go to
+the caller's `reply_channel`, each tagged with the `request_id`:
 
     request   {"type": "inference.request", "kind", "request_id", "reply_channel",
                "accept_by": unix seconds, "queued_at": unix seconds, "payload": {...}}
@@ -181,7 +181,7 @@ class _RequestFields(TypedDict):
 
 
 class AsrRequest(_RequestFields):
-    kind: Literal["asr"]
+    kind: Literal["asr", "caption"]
     payload: AsrPayload
 
 

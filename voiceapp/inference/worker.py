@@ -289,7 +289,7 @@ class InferenceWorker:
             started = time.monotonic()
             waited = time.time() - request["queued_at"]
             audio_s = 0.0
-            if request["kind"] in ("asr", "caption"):
+            if request["kind"] == "asr" or request["kind"] == "caption":
                 audio_s = await self._asr(
                     reply, request_id, request["payload"], caption=request["kind"] == "caption"
                 )

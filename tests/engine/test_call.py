@@ -1,6 +1,7 @@
 """The call loop end to end with the real models, on real audio."""
 
 import asyncio
+import itertools
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -126,6 +127,28 @@ async def test_partial_transcripts_while_speaking(
     kinds = [type(f) for f in frames]
     assert kinds.index(TranscriptPartial) < kinds.index(TranscriptFinal)
     assert {"table"} <= words(" ".join(p.text for p in partials))
+
+
+async def test_each_live_caption_waits_longer_as_the_turn_grows(
+    models: LocalInference, vad_model: SileroModel, clips: dict[str, Clip]
+) -> None:
+    # given a call whose readings are recorded, and a long question (7 s) in real time
+    inference = RecordingInference(models)
+    call = VoiceCall(fast_config(partial_interval_ms=300), inference, vad_model)
+    try:
+        frames = await ask(call, clips["long"], realtime=True)
+    finally:
+        await call.close()
+    assert of(frames, TranscriptFinal)
+    # then its captions read the turn so far, each at least 300 ms and a quarter of the
+    # turn longer than the one before
+    captions = [seconds for seconds, partial in inference.read if partial]
+    assert len(captions) >= 4, captions
+    for before, after in itertools.pairwise(captions):
+        assert after - before >= max(0.3, 0.25 * before) - 0.04, captions
+    # so it is read about half as often as every 300 ms (19-22 times, 70-85 s of audio
+    # read; 11 times and 32 s with the growth)
+    assert len(captions) <= 12, captions
 
 
 async def test_speculative_response_is_cancelled_when_the_user_resumes(

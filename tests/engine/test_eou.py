@@ -92,9 +92,10 @@ def test_calls_taking_turns_score_alike_from_saved_prompt_heads(models: LocalInf
             scorer._llama.n_tokens = 0
             scorer._heads.clear()
             fresh[(reply, text)] = scorer.probability(text, reply)
-    # and then the calls take turns, as three calls on one worker do
+    # and each call's reply was read as it played, as the call has the scorer do
     for reply in replies:
-        scorer.probability("Hello", reply)
+        scorer.probability("", reply)
+    # and then the calls take turns, as three calls on one worker do
     restored_before = scorer.head_restores
     taking_turns = {
         (reply, text): scorer.probability(text, reply) for text in texts for reply in replies

@@ -27,6 +27,7 @@ class RecordingInference:
         self.inner = inner
         self.llm: list[LLMRequest] = []
         self.scored: list[tuple[str, str]] = []  # (caller's words, previous reply)
+        self.read: list[tuple[float, bool]] = []  # each ASR request: (seconds, partial)
 
     @property
     def prompts(self) -> list[list[Message]]:
@@ -46,6 +47,7 @@ class RecordingInference:
         *,
         partial: bool = False,
     ) -> Transcript:
+        self.read.append((len(audio) / 16000, partial))
         return await self.inner.transcribe(audio, language, model, partial=partial)
 
     def generate(self, messages: list[Message], options: LLMOptions) -> TokenStream:

@@ -109,8 +109,10 @@ class EndOfTurnScorer:
         head = llama.tokenize(chat_prompt("", previous_reply).encode(), add_bos=False, special=True)
         if len(tokens) >= self.settings.context_tokens:
             tokens = tokens[-(self.settings.context_tokens - 1) :]
+        # No caller words yet (the reply read while it plays): the head is the prompt.
+        whole_head = tokens == head and tuple(head) not in self._heads
         if len(head) >= len(tokens) or tokens[: len(head)] != head:
-            head = []  # no words after it, or they tokenize across its end: not saved
+            head = []  # no words after it, or they tokenize across its end
         with self._lock:
             # Reuse the KV cache of the prefix this context evaluated last (the system
             # message, the agent's reply); at least the last token is evaluated again.
@@ -128,6 +130,8 @@ class EndOfTurnScorer:
                 self._save_head(head)
                 keep = len(head)
             llama.eval(tokens[keep:])
+            if whole_head:
+                self._save_head(tokens)
             # The last token's logits (llama-cpp-python keeps them only with logits_all).
             row = llama_cpp.llama_get_logits_ith(llama.ctx, -1)
             logits = np.ctypeslib.as_array(row, shape=(self._vocab,)).astype(np.float64)

@@ -171,6 +171,7 @@ class Turn:
     audible_v2v_ms: float | None = None  # to the first loud sample (WebRTC: = client_v2v_ms)
     status: str = ""  # the reply's response.done status
     transcript: str = ""  # what the server heard (WebSocket callers)
+    timeline: dict[str, float] = field(default_factory=dict)  # response.timeline
 
 
 @dataclass
@@ -222,6 +223,7 @@ async def ws_caller(
                         audible_v2v_ms=turn.get("client_audible_v2v_ms"),
                         status=str(turn.get("status") or ""),
                         transcript=str(turn.get("transcript") or ""),
+                        timeline=turn.get("timeline") or {},
                         audio={
                             "chunks": playout.chunks,
                             "late": playout.late,
@@ -375,6 +377,7 @@ async def _rtc_turn(peer: RtcCaller, question: Question) -> Turn:
         done["response"].get("latency") or {},
         audible_v2v_ms=v2v,
         status=str(done["response"].get("status") or ""),
+        timeline=done["response"].get("timeline") or {},
     )
 
 
@@ -627,6 +630,7 @@ def step_report(
                 "heard": t.transcript,
                 "client_v2v_ms": t.client_v2v_ms,
                 "server": {k: v for k, v in t.server.items() if v is not None},
+                "timeline": t.timeline,
             }
             for index, c in enumerate(callers)
             for t in c.turns

@@ -123,6 +123,7 @@ async def ask(
         # a WebRTC caller's v2v measures (its frames carry silence too)
         "client_audible_v2v_ms": audible_v2v,
         "server": response.get("latency") or {},
+        "timeline": response.get("timeline") or {},
         "prompt": _prompt_of(response.get("usage") or {}),
     }
 

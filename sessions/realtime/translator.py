@@ -474,6 +474,7 @@ class Translator:
                         "output_token_details": {"text_tokens": tokens_out, "audio_tokens": 0},
                     },
                     latency=latency,
+                    timeline={k: round(v, 1) for k, v in frame.timeline.items()},
                     **({"handoff": reply.handoff} if reply.handoff else {}),
                 ),
             }

@@ -196,6 +196,11 @@ def test_openai_sdk_spoken_question(
     assert latency["v2v_ms"] is not None and 0 < latency["v2v_ms"] < 10_000
     # the question was read (once or twice) by a worker that said how long it waited
     assert latency["asr_reads"] in (1, 2) and latency["asr_queue_ms"] is not None
+    # and the turn's marks come too, in ms from the end of the caller's speech, in order
+    timeline = done["timeline"]
+    assert timeline["speech_end"] == 0
+    assert 0 < timeline["asr_end"] < timeline["first_audio_sent"]
+    assert timeline["first_audio_sent"] == pytest.approx(latency["v2v_ms"], abs=1.0)
 
     audio = b"".join(
         base64.b64decode(e["delta"]) for e in of_type(events, "response.output_audio.delta")

@@ -41,8 +41,8 @@ from sessions.realtime.recorder import Usage
 from sessions.realtime.recording import CallAudioCapture, CaptureResult
 from sessions.record_buffer import UNREACHABLE, record_buffer
 from voiceapp.engine.call import VoiceCall
-from voiceapp.engine.embedder import shared_encoder
 from voiceapp.engine.tts import VoiceSpec
+from voiceapp.engine.writer import load_classifiers
 from voiceapp.inference.runtime import (
     call_config_from_persona,
     get_inference,
@@ -433,7 +433,7 @@ async def _open_session(
     )
     if grant.greeting is not None:  # outbound: a voicemail message, or none for a menu
         config = replace(config, greeting=grant.greeting)
-    await asyncio.to_thread(shared_encoder)  # loaded off the event loop, once a process
+    await asyncio.to_thread(load_classifiers)  # off the event loop, once a process
     call = VoiceCall(config, inference, await asyncio.to_thread(vad_model))
     for message in history:
         call.add_message(message["role"], message["content"])

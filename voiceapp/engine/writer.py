@@ -231,3 +231,13 @@ def _usage(prompt: PromptUsage, output_tokens: int) -> dict[str, int]:
 
 async def _once(text: str) -> AsyncIterator[str | ToolCall]:
     yield text
+
+
+def load_classifiers() -> None:
+    """Load this process's sentence encoder, turn classifier and tool router, once.
+
+    The classifier embeds its example sentences when it loads (1.2 s on 2 cores): done
+    on the first turn that needs it, that turn waited for it. Blocking: call it in a
+    thread."""
+    shared_acts()
+    shared_router()

@@ -418,15 +418,20 @@ def audio_summary(callers: list[CallerResult]) -> dict[str, Any]:
     }
 
 
-async def worker_stages(topo: Topology) -> dict[str, dict[str, float]]:
-    """Each kind's requests over the workers' last 30 s, from their capacity adverts."""
+async def worker_adverts(topo: Topology) -> list[Any]:
+    """The workers' capacity adverts, as published last."""
     from voiceapp.inference.capacity import RedisPoolRegistry
 
     registry = RedisPoolRegistry(topo.env["REDIS_URL"], topo.env["CHANNELS_PREFIX"])
     try:
-        adverts = await registry.adverts()
+        return await registry.adverts()
     finally:
         await registry.aclose()
+
+
+async def worker_stages(topo: Topology) -> dict[str, dict[str, float]]:
+    """Each kind's requests over the workers' last 30 s, from their capacity adverts."""
+    adverts = await worker_adverts(topo)
     out: dict[str, dict[str, float]] = {}
     for kind in STAGES:
         rows = [a.stats.get(kind, {}) for a in adverts]
@@ -442,13 +447,7 @@ async def worker_stages(topo: Topology) -> dict[str, dict[str, float]]:
 
 async def worker_totals(topo: Topology) -> dict[str, dict[str, float]]:
     """What the workers have served since they started, per kind."""
-    from voiceapp.inference.capacity import RedisPoolRegistry
-
-    registry = RedisPoolRegistry(topo.env["REDIS_URL"], topo.env["CHANNELS_PREFIX"])
-    try:
-        adverts = await registry.adverts()
-    finally:
-        await registry.aclose()
+    adverts = await worker_adverts(topo)
     out: dict[str, dict[str, float]] = {}
     for kind in SERVICE_TOTALS:
         rows = [a.totals.get(kind, {}) for a in adverts]

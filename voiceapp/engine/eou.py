@@ -61,6 +61,53 @@ def chat_prompt(text: str, previous_reply: str = "") -> str:
     )
 
 
+class HeadSnapshots:
+    """Copies of a llama.cpp context's KV cache, one per prompt head (by its tokens),
+    the `HEAD_SNAPSHOTS` most recently used. Not thread-safe: the scorer's lock."""
+
+    def __init__(self, llama: Any) -> None:
+        self._llama = llama
+        self._saved: OrderedDict[tuple[int, ...], bytes] = OrderedDict()
+        self.restores = 0
+
+    def __contains__(self, head: tuple[int, ...]) -> bool:
+        return head in self._saved
+
+    def clear(self) -> None:
+        self._saved.clear()
+
+    def save(self, head: list[int]) -> None:
+        """Keep the context's KV cache, which holds `head` and nothing after it."""
+        import llama_cpp
+
+        ctx = self._llama._ctx.ctx
+        size = llama_cpp.llama_state_seq_get_size(ctx, 0)
+        buffer = (ctypes.c_uint8 * size)()
+        written = llama_cpp.llama_state_seq_get_data(ctx, buffer, size, 0)
+        self._saved[tuple(head)] = ctypes.string_at(buffer, written)
+        while len(self._saved) > HEAD_SNAPSHOTS:
+            self._saved.popitem(last=False)
+
+    def load(self, head: list[int], keep: int) -> int:
+        """Load `head`'s saved KV cache into the context, if there is one; returns the
+        tokens now evaluated (`keep` when nothing was loaded)."""
+        import llama_cpp
+
+        data = self._saved.get(tuple(head))
+        if data is None:
+            return keep
+        self._saved.move_to_end(tuple(head))
+        llama = self._llama
+        llama._ctx.kv_cache_seq_rm(-1, 0, -1)
+        source = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+        if llama_cpp.llama_state_seq_set_data(llama._ctx.ctx, source, len(data), 0) != len(data):
+            llama._ctx.kv_cache_seq_rm(-1, 0, -1)
+            return 0
+        llama.input_ids[: len(head)] = head
+        self.restores += 1
+        return len(head)
+
+
 class EndOfTurnScorer:
     """P(end of message | transcript so far) from a llama.cpp chat model. Thread-safe."""
 
@@ -90,10 +137,14 @@ class EndOfTurnScorer:
         # The KV cache of each recent prompt head, by its tokens: with several calls the
         # context holds another call's head when a score is asked for, and evaluating
         # the head again took 269 ms (median, 3 calls taking turns) against 22 ms.
-        self._heads: OrderedDict[tuple[int, ...], bytes] = OrderedDict()
-        self.head_restores = 0  # scores that started from a saved head
+        self._heads = HeadSnapshots(self._llama)
         # Freed before interpreter shutdown tears down what llama.cpp's finalizer needs.
         atexit.register(self.close)
+
+    @property
+    def head_restores(self) -> int:
+        """Scores that started from a saved head."""
+        return self._heads.restores
 
     def close(self) -> None:
         self._llama.close()
@@ -123,52 +174,21 @@ class EndOfTurnScorer:
                     break
                 keep += 1
             if head and keep < len(head):
-                keep = self._head_from_snapshot(head, keep)
+                keep = self._heads.load(head, keep)
             llama.n_tokens = keep
             if head and keep < len(head):
                 llama.eval(tokens[keep : len(head)])
-                self._save_head(head)
+                self._heads.save(head)
                 keep = len(head)
             llama.eval(tokens[keep:])
             if whole_head:
-                self._save_head(tokens)
+                self._heads.save(tokens)
             # The last token's logits (llama-cpp-python keeps them only with logits_all).
             row = llama_cpp.llama_get_logits_ith(llama.ctx, -1)
             logits = np.ctypeslib.as_array(row, shape=(self._vocab,)).astype(np.float64)
         logits -= logits.max()
         weights = np.exp(logits)
         return float(weights[self._end_ids].sum() / weights.sum())
-
-    def _save_head(self, head: list[int]) -> None:
-        """Keep the context's KV cache, which holds `head` and nothing after it."""
-        import llama_cpp
-
-        ctx = self._llama._ctx.ctx
-        size = llama_cpp.llama_state_seq_get_size(ctx, 0)
-        buffer = (ctypes.c_uint8 * size)()
-        written = llama_cpp.llama_state_seq_get_data(ctx, buffer, size, 0)
-        self._heads[tuple(head)] = ctypes.string_at(buffer, written)
-        while len(self._heads) > HEAD_SNAPSHOTS:
-            self._heads.popitem(last=False)
-
-    def _head_from_snapshot(self, head: list[int], keep: int) -> int:
-        """Load `head`'s saved KV cache into the context, if there is one; returns the
-        tokens now evaluated (`keep` when nothing was loaded)."""
-        import llama_cpp
-
-        data = self._heads.get(tuple(head))
-        if data is None:
-            return keep
-        self._heads.move_to_end(tuple(head))
-        llama = self._llama
-        llama._ctx.kv_cache_seq_rm(-1, 0, -1)
-        source = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
-        if llama_cpp.llama_state_seq_set_data(llama._ctx.ctx, source, len(data), 0) != len(data):
-            llama._ctx.kv_cache_seq_rm(-1, 0, -1)
-            return 0
-        llama.input_ids[: len(head)] = head
-        self.head_restores += 1
-        return len(head)
 
     def warm_up(self) -> None:
         self.probability("hello")

@@ -238,11 +238,11 @@ class LocalInference:
         abandoned = threading.Event()
         queued_at = time.monotonic()
 
-        caption = partial and self.caption_asr is not None and model == self.asr_model
+        caption_asr = self.caption_asr if partial and model == self.asr_model else None
 
         def run() -> Transcript:
-            asr = self.caption_asr if caption and self.caption_asr else self._asr_named(model)
-            with self._caption_slot if caption else self._asr_slot:
+            asr = caption_asr or self._asr_named(model)
+            with self._caption_slot if caption_asr else self._asr_slot:
                 if abandoned.is_set():
                     raise InferenceError("transcription abandoned", "asr_cancelled")
                 waited_ms = round(1000.0 * (time.monotonic() - queued_at), 1)

@@ -411,6 +411,10 @@ LLM_GPU_LAYERS = int(_llm_gpu_layers) if _llm_gpu_layers else None
 LLM_HTTP_BASE_URL = env.str("LLM_HTTP_BASE_URL", default="")
 LLM_HTTP_API_KEY = env.str("LLM_HTTP_API_KEY", default="")
 TTS_THREADS = env.int("TTS_THREADS", default=1)
+# A reply's clauses after its first are made in threads of this nice value while
+# enough of its audio is made ahead of them (the caller is hearing that), so that
+# under load they yield the cores to other callers' first words. -1: no such lane.
+TTS_BACKGROUND_NICE = env.int("TTS_BACKGROUND_NICE", default=10)
 INFERENCE_EMBEDDED = env.bool("INFERENCE_EMBEDDED", default=not REDIS_URL)
 # Embedded mode: load the models when the server starts instead of on the first call.
 PRELOAD_MODELS = env.bool("PRELOAD_MODELS", default=True)

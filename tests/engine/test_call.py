@@ -772,8 +772,8 @@ class GatedASR:
     def generate(self, messages: Any, options: Any) -> Any:
         return self.models.generate(messages, options)
 
-    def synthesize(self, text: str, voice: Any) -> Any:
-        return self.models.synthesize(text, voice)
+    def synthesize(self, text: str, voice: Any, *, background: bool = False) -> Any:
+        return self.models.synthesize(text, voice, background=background)
 
 
 async def test_turn_cancelled_while_transcribed_keeps_its_words(

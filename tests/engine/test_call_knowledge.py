@@ -162,8 +162,8 @@ class FirstTranscriptFails:
     def generate(self, messages, options):  # type: ignore[no-untyped-def]
         return self.inner.generate(messages, options)
 
-    def synthesize(self, text, voice):  # type: ignore[no-untyped-def]
-        return self.inner.synthesize(text, voice)
+    def synthesize(self, text, voice, *, background=False):  # type: ignore[no-untyped-def]
+        return self.inner.synthesize(text, voice, background=background)
 
     async def end_of_turn(self, text: str, previous_reply: str) -> float:
         return await self.inner.end_of_turn(text, previous_reply)

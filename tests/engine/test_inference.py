@@ -1,4 +1,6 @@
 import asyncio
+import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -171,3 +173,59 @@ async def test_a_silent_endpoint_fails_after_its_timeout_instead_of_hanging(
                 await collect(routed.generate([{"role": "user", "content": "Hi"}], LLMOptions()))
 
     assert caught.value.code == "llm_endpoint_timeout"
+
+
+# --- the TTS's background lane: later clauses at a lower priority, with slots of their own ---
+
+
+class PriorityProbe:
+    """The real TTS, noting the nice value of the thread each clause is made in."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.nice: dict[str, int] = {}
+        self.began = threading.Event()  # set when a clause starts being made
+
+    def sample_rate(self, voice: Any) -> int:
+        return int(self.inner.sample_rate(voice))
+
+    def synthesize(self, text: str, voice: Any, cancel: threading.Event) -> Iterator[Any]:
+        self.nice[text] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        self.began.set()
+        yield from self.inner.synthesize(text, voice, cancel)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's nice value is Linux's")
+async def test_background_clauses_are_made_at_a_lower_priority_in_slots_of_their_own(
+    models: LocalInference,
+) -> None:
+    # given local inference with one clause at a time per lane, the background lane at nice 10
+    probe = PriorityProbe(models.tts)
+    inference = LocalInference(models.asr, models.llm, probe, tts_slots=1, tts_background_nice=10)
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    try:
+        assert inference.tts_slots == 2
+        # when a long clause is being made in the background
+        long_text = "We are open from nine in the morning until six in the evening, every day. " * 2
+        background = inference.synthesize(long_text, default_voice(), background=True)
+        made_in_background = asyncio.create_task(collect(background))
+        assert await asyncio.to_thread(probe.began.wait, 10.0)
+        # and a reply's first clause is asked for meanwhile
+        urgent = inference.synthesize("Hello there.", default_voice())
+        assert await collect(urgent)
+        # then the first clause did not wait for the background one's slot
+        assert urgent.queue_ms is not None and urgent.queue_ms < 50
+        assert not made_in_background.done()
+        assert await made_in_background
+        # and the background clause was made at nice 10, the urgent one at the process's
+        assert probe.nice == {long_text: 10, "Hello there.": base}
+    finally:
+        inference.close()
+    # without a background lane, a background clause is made as any other
+    plain = LocalInference(models.asr, models.llm, probe, tts_slots=1)
+    try:
+        assert plain.tts_slots == 1
+        assert await collect(plain.synthesize("Goodbye.", default_voice(), background=True))
+        assert probe.nice["Goodbye."] == base
+    finally:
+        plain.close()

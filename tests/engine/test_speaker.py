@@ -8,9 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
+from tests.support.inference import RecordingInference
 from voiceapp.engine.audio import pcm16_to_float
 from voiceapp.engine.frames import ErrorFrame, Frame, ResponseDone, TextClause, TTSAudio
-from voiceapp.engine.inference import InferenceError, LocalInference
+from voiceapp.engine.inference import Inference, InferenceError, LocalInference
 from voiceapp.engine.models import default_voice
 from voiceapp.engine.response import Response
 from voiceapp.engine.speaker import ReplySpeaker, SpeakerSettings, Speech
@@ -68,7 +69,7 @@ class Spoken:
 
 
 def say_reply(
-    models: LocalInference,
+    models: Inference,
     owner: TaskOwner,
     clauses: list[str],
     *,
@@ -76,6 +77,7 @@ def say_reply(
     voice: VoiceSpec | None = None,
     speculative: bool = False,
     speak: bool = True,
+    background_ahead_ms: int = 2000,
 ) -> Spoken:
     """A new speaker releasing 40 ms pieces at 24 kHz, and a reply of `clauses` said into
     it (and ended), on its way out."""
@@ -87,7 +89,11 @@ def say_reply(
         response.fail(exc)
 
     settings = SpeakerSettings(
-        voice or default_voice(), sample_rate=RATE, chunk_ms=CHUNK_MS, lead_ms=lead_ms
+        voice or default_voice(),
+        sample_rate=RATE,
+        chunk_ms=CHUNK_MS,
+        lead_ms=lead_ms,
+        background_ahead_ms=background_ahead_ms,
     )
     speaker = ReplySpeaker(settings, models, out, owner, fail=fail)
     response = Response(
@@ -283,3 +289,30 @@ async def test_a_voice_that_cannot_be_loaded_fails_the_response(
     assert failures == [(spoken.response, True)]
     assert spoken.out.audio() == []
     assert [type(f) for f in spoken.out.frames] == [TextClause, ErrorFrame, ResponseDone]
+
+
+async def test_a_clause_with_two_seconds_of_the_reply_made_ahead_is_made_in_the_background(
+    models: LocalInference, task_owner: TaskOwner
+) -> None:
+    # given a reply of a short clause and then longer ones, made before it is committed
+    # (nothing heard yet, so all the audio made is still ahead of the next clause)
+    clauses = ["Hello there.", LONG, "On Sundays we open at ten.", "Goodbye."]
+    for ahead_ms, expected in ((2000, [False, False, True, True]), (0, [False] * 4)):
+        recording = RecordingInference(models)
+        # when it is spoken by a speaker that makes a clause in the background once
+        # `ahead_ms` of audio is made ahead of it (0: never)
+        spoken = say_reply(
+            recording,
+            task_owner,
+            clauses,
+            lead_ms=300,
+            speculative=True,
+            background_ahead_ms=ahead_ms,
+        )
+        async with asyncio.timeout(60):
+            await spoken.speech.synthesized()
+        # then the first clause and the one after "Hello there." (about 0.7 s ahead)
+        # are urgent, and the ones behind the long clause go in the background
+        assert recording.synthesized == list(zip(clauses, expected, strict=True))
+        # and every clause was made, background or not
+        assert [made > 0 for _, made in spoken.response.clauses] == [True] * 4

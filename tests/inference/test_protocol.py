@@ -146,6 +146,8 @@ def test_the_request_on_the_wire_has_the_documented_fields() -> None:
         "model_path": "/voices/joe.onnx",
         "speed": 1.1,
     }
+    # a clause made in the background says so; an urgent one has no such field
+    assert p.encode_tts_payload("Hi.", VOICE, background=True)["background"] is True
     assert p.encode_eou_payload("So") == {"text": "So", "previous_reply": ""}
 
 
@@ -193,6 +195,20 @@ def test_llm_options_and_voice_come_back_from_their_payloads() -> None:
     assert p.as_transcript(p.decode_transcript(p.encode_transcript(TRANSCRIPT))) == TRANSCRIPT
     usage = PromptUsage(input_tokens=5, cached_tokens=2)
     assert p.as_prompt_usage(p.decode_usage(p.encode_usage(usage))) == usage
+
+
+def test_a_tts_request_says_whether_its_clause_is_made_in_the_background() -> None:
+    background = p.encode_tts_payload("Later words.", VOICE, background=True)
+    assert p.decode_tts_payload(background)["background"] is True
+    # from a caller that does not say (an older web process): urgent, as before
+    assert "background" not in p.decode_tts_payload(p.encode_tts_payload("x", VOICE))
+    assert "background" not in p.decode_tts_payload({**background, "background": False})
+    message = request("tts", {**background, "background": "yes"})
+    with pytest.raises(p.ProtocolError) as error:
+        p.decode_request(message, "tts")
+    assert str(error.value) == (
+        "inference.request: field 'payload.background' must be true or false, not str"
+    )
 
 
 def test_a_transcript_from_a_worker_that_does_not_say_is_one_reading_of_unknown_wait() -> None:

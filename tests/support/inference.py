@@ -28,6 +28,7 @@ class RecordingInference:
         self.llm: list[LLMRequest] = []
         self.scored: list[tuple[str, str]] = []  # (caller's words, previous reply)
         self.read: list[tuple[float, bool]] = []  # each ASR request: (seconds, partial)
+        self.synthesized: list[tuple[str, bool]] = []  # each clause: (text, background)
 
     @property
     def prompts(self) -> list[list[Message]]:
@@ -55,8 +56,11 @@ class RecordingInference:
         self.llm.append(LLMRequest([dict(m) for m in messages], options, stream))
         return stream
 
-    def synthesize(self, text: str, voice: VoiceSpec) -> Stream[AudioChunk]:
-        return self.inner.synthesize(text, voice)
+    def synthesize(
+        self, text: str, voice: VoiceSpec, *, background: bool = False
+    ) -> Stream[AudioChunk]:
+        self.synthesized.append((text, background))
+        return self.inner.synthesize(text, voice, background=background)
 
     async def end_of_turn(self, text: str, previous_reply: str) -> float:
         self.scored.append((text, previous_reply))

@@ -229,6 +229,14 @@ def hallucination_reason(text: str, no_speech_prob: float, avg_logprob: float) -
     return None
 
 
+def lower_priority(nice: int) -> None:
+    """Give the calling thread nice value `nice` (Linux, where a thread has its own;
+    raising it needs no privilege, but it cannot be lowered again: use it in threads
+    that keep it, such as a pool's initializer). Elsewhere nothing happens."""
+    if sys.platform.startswith("linux"):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+
+
 def in_niced_thread(make: Callable[[], T], nice: int) -> T:
     """`make()` run in a new thread of nice value `nice`: the threads it starts (a
     CTranslate2 model's replicas) inherit that value, and keep it. On Linux the nice
@@ -240,7 +248,7 @@ def in_niced_thread(make: Callable[[], T], nice: int) -> T:
 
     def run() -> None:
         try:
-            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), nice)
+            lower_priority(nice)
             result.append(make())
         except BaseException as exc:
             failure.append(exc)

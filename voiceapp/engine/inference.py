@@ -22,7 +22,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
-from .asr import ASR, DEFAULT_ASR_MODEL, Transcript
+from .asr import ASR, DEFAULT_ASR_MODEL, Transcript, lower_priority
 from .devices import DevicePlan
 from .eou import EndOfTurnScorer
 from .llm import LLM, LLMError, LLMOptions, Message, PromptUsage
@@ -91,7 +91,12 @@ class Inference(Protocol):
 
     def generate(self, messages: list[Message], options: LLMOptions) -> TokenStream: ...
 
-    def synthesize(self, text: str, voice: VoiceSpec) -> Stream[AudioChunk]: ...
+    def synthesize(
+        self, text: str, voice: VoiceSpec, *, background: bool = False
+    ) -> Stream[AudioChunk]:
+        """`background`: a clause the caller will not hear for a while (enough of the
+        reply is made ahead of it), which a worker may make at a lower priority."""
+        ...
 
     async def end_of_turn(self, text: str, previous_reply: str) -> float:
         """Probability that the caller's turn is finished after `text` (see `eou.py`)."""
@@ -192,10 +197,15 @@ class LocalInference:
         asr_loader: Callable[[str], ASR] | None = None,
         devices: DevicePlan | None = None,
         caption_asr: ASR | None = None,
+        tts_background_nice: int = -1,
     ) -> None:
         """`devices`: where the models run (`load_inference` plans it; None: not known).
         `caption_asr`: the default model's instance for live captions (one reading at
-        a time, at a lower priority); None: captions share `asr`."""
+        a time, at a lower priority); None: captions share `asr`.
+        `tts_background_nice`: at or above 0, background clauses (`synthesize(...,
+        background=True)`) are made in threads of this nice value, with `tts_slots`
+        of their own, so that they yield the cores to a reply's first words and
+        never hold a slot those wait for; below 0 they go as any other clause."""
         self.asr = asr
         self.caption_asr = caption_asr
         self._caption_slot = threading.Semaphore(1)
@@ -215,6 +225,19 @@ class LocalInference:
         self.asr_slots = asr_slots
         self._asr_slot = threading.Semaphore(asr_slots)
         self._tts_slot = threading.Semaphore(tts_slots)
+        # clauses made at once: the background lane's slots are its own
+        self.tts_slots = tts_slots * (2 if tts_background_nice >= 0 else 1)
+        self.tts_background: tuple[ThreadPoolExecutor, threading.Semaphore] | None = None
+        if tts_background_nice >= 0:
+            self.tts_background = (
+                ThreadPoolExecutor(
+                    max_workers=tts_slots,
+                    thread_name_prefix="tts-background",
+                    initializer=lower_priority,
+                    initargs=(tts_background_nice,),
+                ),
+                threading.Semaphore(tts_slots),
+            )
 
     def _asr_named(self, model: str) -> ASR:
         with self._asr_load_lock:
@@ -278,12 +301,17 @@ class LocalInference:
             usage=usage,
         )
 
-    def synthesize(self, text: str, voice: VoiceSpec) -> ThreadStream[AudioChunk]:
+    def synthesize(
+        self, text: str, voice: VoiceSpec, *, background: bool = False
+    ) -> ThreadStream[AudioChunk]:
         def run(cancel: threading.Event) -> Iterator[AudioChunk]:
             rate = self.tts.sample_rate(voice)
             for samples in self.tts.synthesize(text, voice, cancel):
                 yield AudioChunk(samples, rate)
 
+        if background and self.tts_background is not None:
+            executor, slot = self.tts_background
+            return ThreadStream(run, executor, slot)
         return ThreadStream(run, self.executor, self._tts_slot)
 
     async def end_of_turn(self, text: str, previous_reply: str) -> float:
@@ -299,6 +327,8 @@ class LocalInference:
 
     def close(self) -> None:
         self.executor.shutdown(wait=False, cancel_futures=True)
+        if self.tts_background is not None:
+            self.tts_background[0].shutdown(wait=False, cancel_futures=True)
 
 
 class EndpointInference:
@@ -340,8 +370,10 @@ class EndpointInference:
 
         return ThreadStream(run, self._executor, usage=usage)
 
-    def synthesize(self, text: str, voice: VoiceSpec) -> Stream[AudioChunk]:
-        return self.inner.synthesize(text, voice)
+    def synthesize(
+        self, text: str, voice: VoiceSpec, *, background: bool = False
+    ) -> Stream[AudioChunk]:
+        return self.inner.synthesize(text, voice, background=background)
 
     async def end_of_turn(self, text: str, previous_reply: str) -> float:
         return await self.inner.end_of_turn(text, previous_reply)

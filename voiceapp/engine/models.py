@@ -49,6 +49,9 @@ class ModelSettings:
     llm_http_api_key: str = ""
     llm_http_model: str = ""
     tts_threads: int = 1
+    # Clauses the caller will not hear for a while (the reply's audio made ahead of
+    # them) are made in threads of this nice value, on the CPU; -1: as any other.
+    tts_background_nice: int = 10
     eou_model: bool = True  # score end of turn with the local LLM (its own small context)
     warm_voice_path: str = ""  # voice to load and warm up at start ("" = packaged default)
 
@@ -160,4 +163,6 @@ def load_inference(settings: ModelSettings, *, warm_up: bool = True) -> LocalInf
         asr_loader=load_asr,
         devices=plan,
         caption_asr=caption_asr,
+        # a GPU's work does not queue on the CPU's scheduler: nice would change nothing
+        tts_background_nice=settings.tts_background_nice if plan.tts_device == "cpu" else -1,
     )

@@ -6,7 +6,9 @@ said into it go to TTS one at a time, in order, while the LLM keeps writing;
 their audio is resampled to the call's output rate (the reply's first sound
 without the voice's leading silence) and released as `TTSAudio` in `chunk_ms`
 pieces, at most `lead_ms` ahead of real time, so that speech over the reply can
-stop it with little already sent. Nothing is released before
+stop it with little already sent. A clause with enough of the reply's audio
+ahead of it is made in the background (`background_ahead_ms`), so that under
+load the cores go to other callers' first words first. Nothing is released before
 the response is committed, nor while it is paused (`pause`), and a resumed
 reply is paced on from what the caller has heard (`resume`).
 
@@ -40,6 +42,10 @@ class SpeakerSettings:
     chunk_ms: int = 40  # the size of each released piece
     lead_ms: int = 300  # how far ahead of real time audio may be released
     sequential: bool = False  # the baseline: a clause's audio goes out once all of it is made
+    # A clause with at least this much of the reply's audio made ahead of it, not yet
+    # heard, is made in the background (a lower priority, inference.synthesize): the
+    # caller hears that audio meanwhile. 0: every clause as urgently as the first.
+    background_ahead_ms: int = 2000
 
 
 class Speech:
@@ -129,6 +135,7 @@ class ReplySpeaker:
         settings = self.settings
         trace = response.trace
         index = 0
+        made = 0  # samples of the reply made so far, at the output rate
         try:
             while (clause := await clauses.get()) is not None:
                 response.emit(TextClause(response.id, clause, index))
@@ -137,7 +144,9 @@ class ReplySpeaker:
                     index += 1
                     continue
                 trace.mark("tts_start")
-                stream = self._inference.synthesize(clause, settings.voice)
+                ahead_ms = 1000.0 * made / settings.sample_rate - response.played_ms()
+                background = 0 < settings.background_ahead_ms <= ahead_ms
+                stream = self._inference.synthesize(clause, settings.voice, background=background)
                 total = 0
                 whole: list[np.ndarray] = []
                 try:
@@ -157,6 +166,7 @@ class ReplySpeaker:
                     trace.mark("tts_first_audio")
                     response.audio.put_nowait((index, np.concatenate(whole)))
                 response.clauses.append((clause, total))
+                made += total
                 index += 1
         except InferenceError as exc:
             self._fail(response, exc)

@@ -499,5 +499,8 @@ class ChannelsInference:
             on_accept=lambda worker: self._remember(session, worker),
         )
 
-    def synthesize(self, text: str, voice: VoiceSpec) -> ChannelStream[AudioChunk]:
-        return ChannelStream(self, "tts", encode_tts_payload(text, voice), _decode_audio)
+    def synthesize(
+        self, text: str, voice: VoiceSpec, *, background: bool = False
+    ) -> ChannelStream[AudioChunk]:
+        payload = encode_tts_payload(text, voice, background=background)
+        return ChannelStream(self, "tts", payload, _decode_audio)

@@ -39,7 +39,9 @@ Payloads: asr and caption {"audio": PCM16 16 kHz mono bytes, "language", "model"
 [{"role", "content", "tool_call_id"?, "tool_name"?, "tool_arguments"?}], "max_tokens",
 "temperature", "model", "backend", "session", "repeat_penalty", "tools"?: [{"name",
 "description", "parameters": JSON text}], "tool_choice"?}; tts {"text", "voice_id",
-"model_path", "speed"}; eou {"text", "previous_reply"} (the probability that the
+"model_path", "speed", "background"?: true for a clause the caller will not hear for
+a while (enough of its reply is made ahead of it), synthesized at a lower priority};
+eou {"text", "previous_reply"} (the probability that the
 caller's turn is finished after "text").
 An asr "model" of "" means the default model.
 
@@ -143,6 +145,7 @@ class TtsPayload(TypedDict):
     voice_id: str
     model_path: str
     speed: float
+    background: NotRequired[bool]
 
 
 class EouPayload(TypedDict):
@@ -360,6 +363,12 @@ class _Fields:
             raise self._wrong(name, "a string or None", value)
         return value
 
+    def flag(self, name: str) -> bool:
+        value = self._value(name)
+        if not isinstance(value, bool):
+            raise self._wrong(name, "true or false", value)
+        return value
+
     def number(self, name: str) -> float:
         value = self._value(name)
         if isinstance(value, bool) or not isinstance(value, int | float):
@@ -524,13 +533,16 @@ def as_llm_options(payload: LlmPayload) -> LLMOptions:
     )
 
 
-def encode_tts_payload(text: str, voice: VoiceSpec) -> TtsPayload:
-    return {
+def encode_tts_payload(text: str, voice: VoiceSpec, *, background: bool = False) -> TtsPayload:
+    payload: TtsPayload = {
         "text": text,
         "voice_id": voice.voice_id,
         "model_path": voice.model_path,
         "speed": voice.speed,
     }
+    if background:
+        payload["background"] = True
+    return payload
 
 
 def decode_tts_payload(raw: object) -> TtsPayload:
@@ -538,12 +550,15 @@ def decode_tts_payload(raw: object) -> TtsPayload:
 
 
 def _tts_payload(fields: _Fields) -> TtsPayload:
-    return {
+    payload: TtsPayload = {
         "text": fields.text("text"),
         "voice_id": fields.text("voice_id"),
         "model_path": fields.text("model_path"),
         "speed": fields.number("speed"),
     }
+    if fields.has("background") and fields.flag("background"):
+        payload["background"] = True
+    return payload
 
 
 def as_voice(payload: TtsPayload) -> VoiceSpec:

@@ -57,7 +57,7 @@ from .protocol import (
 log = logging.getLogger(__name__)
 
 # ASR and LLM slots: as many readings and replies as the loaded models run at once.
-DEFAULT_SLOTS = {"tts": 2, "eou": 1, "caption": 1}
+DEFAULT_SLOTS = {"eou": 1, "caption": 1}
 STOP_TIMEOUT_S = 1.0
 SEEN_REQUESTS = 4096
 LAYER_RETRY_FIRST_S = 0.1
@@ -93,6 +93,7 @@ class InferenceWorker:
             **DEFAULT_SLOTS,
             "llm": inference.llm_slots,
             "asr": inference.asr_slots,
+            "tts": inference.tts_slots,
             **(slots or {}),
         }
         self.channel = ""
@@ -361,7 +362,9 @@ class InferenceWorker:
 
     async def _tts(self, reply: str, request_id: str, payload: TtsPayload) -> float:
         """Stream the synthesized audio; returns its seconds."""
-        stream = self.inference.synthesize(payload["text"], as_voice(payload))
+        stream = self.inference.synthesize(
+            payload["text"], as_voice(payload), background=payload.get("background", False)
+        )
         seconds = 0.0
         try:
             async for chunk in stream:

@@ -103,8 +103,10 @@ class _WatchedInference:
     def generate(self, messages: list[Message], options: LLMOptions) -> TokenStream:
         return self._inner.generate(messages, options)
 
-    def synthesize(self, text: str, voice: VoiceSpec) -> Stream[AudioChunk]:
-        return self._inner.synthesize(text, voice)
+    def synthesize(
+        self, text: str, voice: VoiceSpec, *, background: bool = False
+    ) -> Stream[AudioChunk]:
+        return self._inner.synthesize(text, voice, background=background)
 
     async def end_of_turn(self, text: str, previous_reply: str) -> float:
         return await self._inner.end_of_turn(text, previous_reply)

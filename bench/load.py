@@ -56,7 +56,7 @@ from .questions import Question, load_questions
 from .rtc import FRAME, Client, loopback_only
 from .rtc import RATE as RTC_RATE
 from .topology import ROOT, Topology, add_database_argument
-from .ws import LOUD, ask
+from .ws import LOUD, ask, prompt_of
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -172,6 +172,8 @@ class Turn:
     status: str = ""  # the reply's response.done status
     transcript: str = ""  # what the server heard (WebSocket callers)
     timeline: dict[str, float] = field(default_factory=dict)  # response.timeline
+    # the prompt the reply's LLM read and how much of it its context held (ws.prompt_of)
+    prompt: dict[str, int | None] = field(default_factory=dict)
 
 
 @dataclass
@@ -224,6 +226,7 @@ async def ws_caller(
                         status=str(turn.get("status") or ""),
                         transcript=str(turn.get("transcript") or ""),
                         timeline=turn.get("timeline") or {},
+                        prompt=turn.get("prompt") or {},
                         audio={
                             "chunks": playout.chunks,
                             "late": playout.late,
@@ -378,6 +381,7 @@ async def _rtc_turn(peer: RtcCaller, question: Question) -> Turn:
         audible_v2v_ms=v2v,
         status=str(done["response"].get("status") or ""),
         timeline=done["response"].get("timeline") or {},
+        prompt=prompt_of(done["response"].get("usage") or {}),
     )
 
 
@@ -630,6 +634,7 @@ def step_report(
                 "client_v2v_ms": t.client_v2v_ms,
                 "server": {k: v for k, v in t.server.items() if v is not None},
                 "timeline": t.timeline,
+                "prompt": t.prompt,
             }
             for index, c in enumerate(callers)
             for t in c.turns

@@ -124,11 +124,11 @@ async def ask(
         "client_audible_v2v_ms": audible_v2v,
         "server": response.get("latency") or {},
         "timeline": response.get("timeline") or {},
-        "prompt": _prompt_of(response.get("usage") or {}),
+        "prompt": prompt_of(response.get("usage") or {}),
     }
 
 
-def _prompt_of(usage: dict[str, Any]) -> dict[str, int | None]:
+def prompt_of(usage: dict[str, Any]) -> dict[str, int | None]:
     """The prompt the reply's LLM read, and how much of it its context held already:
     a long prompt read cold is a slow first token."""
     details = usage.get("input_token_details") or {}

@@ -396,13 +396,18 @@ ASR_REPLICAS = env.int("ASR_REPLICAS", default=2)
 # replicas above (still on their own queue).
 ASR_CAPTION_NICE = env.int("ASR_CAPTION_NICE", default=10)
 LLM_MODEL_PATH = env.str("LLM_MODEL_PATH", default="")
-# Token generation on one core leaves the other to TTS of the first clause; prompts
-# use both. Alone, SmolLM2-135M writes a token in about 10 ms with 2 threads and 18
-# with 1, but in a call (beside the end-of-turn scorer, daphne and the client) two
-# threads made the first clause slower (docs/PERFORMANCE.md, 2026-12-06).
+# Token generation on one core leaves the other to TTS of the first clause. Alone,
+# SmolLM2-135M writes a token in about 10 ms with 2 threads and 18 with 1, but in a
+# call (beside the end-of-turn scorer, daphne and the client) two threads made the
+# first clause slower (docs/PERFORMANCE.md, 2026-12-06). Prompts are read with one
+# thread too: two read a turn twice as fast alone, but beside one busy core (another
+# call) 2.2x slower than one (docs/CAPACITY.md, 2026-12-06).
 LLM_THREADS = env.int("LLM_THREADS", default=1)
-LLM_BATCH_THREADS = env.int("LLM_BATCH_THREADS", default=2)
+LLM_BATCH_THREADS = env.int("LLM_BATCH_THREADS", default=1)
 LLM_CONTEXT_TOKENS = env.int("LLM_CONTEXT_TOKENS", default=2048)
+# llama contexts per worker: replies written at once, and the calls whose prompts a
+# worker keeps read (a call's next turn goes back to its own context).
+LLM_CONTEXTS = env.int("LLM_CONTEXTS", default=2)
 # Empty (the default): follow INFERENCE_DEVICE, so only a value actually set overrides it.
 _llm_gpu_layers = env.str("LLM_GPU_LAYERS", default="").strip()
 if _llm_gpu_layers and not _llm_gpu_layers.lstrip("-").isdigit():
@@ -411,10 +416,11 @@ LLM_GPU_LAYERS = int(_llm_gpu_layers) if _llm_gpu_layers else None
 LLM_HTTP_BASE_URL = env.str("LLM_HTTP_BASE_URL", default="")
 LLM_HTTP_API_KEY = env.str("LLM_HTTP_API_KEY", default="")
 TTS_THREADS = env.int("TTS_THREADS", default=1)
-# A reply's clauses after its first are made in threads of this nice value while
-# enough of its audio is made ahead of them (the caller is hearing that), so that
-# under load they yield the cores to other callers' first words. -1: no such lane.
-TTS_BACKGROUND_NICE = env.int("TTS_BACKGROUND_NICE", default=10)
+# Work nobody waits on yet runs in threads of this nice value, so that under load it
+# yields the cores to other callers' first words: a reply's clauses with 2 s of its
+# audio made ahead of them (the caller is hearing that), and the rest of an embedded
+# reply once its first 12 words are written. -1: everything alike.
+BACKGROUND_NICE = env.int("BACKGROUND_NICE", default=10)
 INFERENCE_EMBEDDED = env.bool("INFERENCE_EMBEDDED", default=not REDIS_URL)
 # Embedded mode: load the models when the server starts instead of on the first call.
 PRELOAD_MODELS = env.bool("PRELOAD_MODELS", default=True)

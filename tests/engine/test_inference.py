@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.support.engine_calls import wait_until
 from tests.support.llm_server import (
     LLMServer,
     closed_port_url,
@@ -17,6 +18,7 @@ from tests.support.llm_server import (
 )
 from tests.support.models import prompt_tokens
 from voiceapp.engine.inference import (
+    BACKGROUND_AFTER_WORDS,
     EndpointInference,
     InferenceError,
     LocalInference,
@@ -201,7 +203,7 @@ async def test_background_clauses_are_made_at_a_lower_priority_in_slots_of_their
 ) -> None:
     # given local inference with one clause at a time per lane, the background lane at nice 10
     probe = PriorityProbe(models.tts)
-    inference = LocalInference(models.asr, models.llm, probe, tts_slots=1, tts_background_nice=10)
+    inference = LocalInference(models.asr, models.llm, probe, tts_slots=1, background_nice=10)
     base = os.getpriority(os.PRIO_PROCESS, 0)
     try:
         assert inference.tts_slots == 2
@@ -229,3 +231,77 @@ async def test_background_clauses_are_made_at_a_lower_priority_in_slots_of_their
         assert probe.nice["Goodbye."] == base
     finally:
         plain.close()
+
+
+class GenerationProbe:
+    """The real LLM, noting the nice value of the thread each of a reply's items came from."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.items: list[tuple[str, int]] = []
+
+    def stream(self, messages: Any, options: Any, cancel: threading.Event, usage: Any) -> Any:
+        for item in self.inner.stream(messages, options, cancel, usage):
+            self.items.append((item, os.getpriority(os.PRIO_PROCESS, threading.get_native_id())))
+            yield item
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's nice value is Linux's")
+async def test_a_reply_goes_on_at_a_lower_priority_once_its_first_words_are_written(
+    models: LocalInference,
+) -> None:
+    # given local inference whose background work runs at nice 10
+    probe = GenerationProbe(models.llm)
+    inference = LocalInference(models.asr, models.llm, models.tts, llm_slots=1, background_nice=10)
+    inference.llm = probe  # type: ignore[assignment]
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    try:
+        # when a long reply is written
+        stream = inference.generate(
+            [{"role": "user", "content": "Tell me a long story about a lighthouse keeper."}],
+            LLMOptions(max_tokens=80, temperature=0.0, session="handoff"),
+        )
+        reply = "".join(str(item) for item in await collect(stream))
+    finally:
+        inference.close()
+    # then it comes whole, in order
+    assert reply == "".join(str(item) for item, _ in probe.items)
+    assert len(reply.split()) > BACKGROUND_AFTER_WORDS + 5
+    # and its items up to its first 12 words were written at the process's priority,
+    # the rest at nice 10
+    written = ""
+    for item, nice in probe.items:
+        assert nice == (base if len(written.split()) < BACKGROUND_AFTER_WORDS else 10), written
+        written += str(item)
+    # and the context was given back
+    assert isinstance(models.llm, LlamaLLM) and models.llm.busy() == 0
+
+
+async def test_a_reply_closed_after_it_went_on_in_the_background_stops_there(
+    models: LocalInference,
+) -> None:
+    # given a long reply whose rest is being written in the background
+    inference = LocalInference(models.asr, models.llm, models.tts, llm_slots=1, background_nice=10)
+    try:
+        stream = inference.generate(
+            [{"role": "user", "content": "Tell me a long story about a lighthouse keeper."}],
+            LLMOptions(max_tokens=200, temperature=0.0, session="handoff-cut"),
+        )
+        written = ""
+        async for item in stream:
+            written += str(item)
+            if len(written.split()) > BACKGROUND_AFTER_WORDS + 3:
+                break
+        # when the caller closes it
+        await stream.aclose()
+        # then the model stops within a fraction of a second, and its slot is free
+        assert isinstance(models.llm, LlamaLLM)
+        llm = models.llm
+        assert await wait_until(lambda: llm.busy() == 0, 0.5)
+        assert await collect(
+            inference.generate(
+                [{"role": "user", "content": "Hello"}], LLMOptions(max_tokens=4, session="next")
+            )
+        )
+    finally:
+        inference.close()

@@ -105,6 +105,33 @@ class Inference(Protocol):
 
 _END = object()
 
+# An embedded reply goes on in the background once this many words are written: its
+# first clause (at most 7 words, chunker.py) is out, and the words ahead of the rest
+# (about 4 s of speech) leave the rest time to be written at a lower priority.
+BACKGROUND_AFTER_WORDS = 12
+
+
+class WordsWritten:
+    """A stream's hand-off test: true once its text items hold `words` words."""
+
+    def __init__(self, words: int) -> None:
+        self.words = words
+        self._text = ""
+
+    def __call__(self, item: object) -> bool:
+        if isinstance(item, str):
+            self._text += item
+        return len(self._text.split()) >= self.words
+
+
+@dataclass(frozen=True, slots=True)
+class Handoff:
+    """Where a `ThreadStream`'s rest is produced once `due(item)` says so: a thread
+    of `executor` (at a lower priority) takes the iterator over."""
+
+    executor: ThreadPoolExecutor
+    due: Callable[[Any], bool]
+
 
 class ThreadStream(Generic[T]):
     """Runs a blocking iterator in a thread and yields its items asynchronously.
@@ -112,7 +139,9 @@ class ThreadStream(Generic[T]):
     `slot` (optional) bounds how many of these run at once; the time spent
     waiting for it is `queue_ms`. `aclose()` sets the cancel event that the
     blocking iterator checks between items. `usage` is the prompt count an LLM
-    iterator fills in (untouched by other kinds).
+    iterator fills in (untouched by other kinds). `handoff` (optional): once its
+    test passes on an item, the rest of the items are produced in a thread of its
+    executor, which keeps the slot until the end.
     """
 
     def __init__(
@@ -121,8 +150,10 @@ class ThreadStream(Generic[T]):
         executor: ThreadPoolExecutor,
         slot: threading.Semaphore | None = None,
         usage: PromptUsage | None = None,
+        handoff: Handoff | None = None,
     ) -> None:
         self.usage = usage if usage is not None else PromptUsage()
+        self._handoff = handoff
         self._start = start
         self._executor = executor
         self._slot = slot
@@ -138,6 +169,7 @@ class ThreadStream(Generic[T]):
         put = queue.put_nowait
         queued_at = time.monotonic()
         acquired = False
+        handed_off = False
         try:
             if self._slot is not None:
                 while not self._cancel.is_set():
@@ -147,17 +179,54 @@ class ThreadStream(Generic[T]):
                 if not acquired:
                     return
             self.queue_ms = 1000.0 * (time.monotonic() - queued_at)
-            for item in self._start(self._cancel):
-                if self._cancel.is_set():
-                    break
-                loop.call_soon_threadsafe(put, item)
+            items = iter(self._start(self._cancel))
+            handed_off = self._put(items, loop, put, self._handoff, acquired)
         except BaseException as exc:  # handed to the awaiting coroutine
             loop.call_soon_threadsafe(put, exc)
         finally:
-            if acquired and self._slot is not None:
-                self._slot.release()
-            if not loop.is_closed():
-                loop.call_soon_threadsafe(put, _END)
+            if not handed_off:
+                self._end(loop, put, acquired)
+
+    def _put(
+        self,
+        items: Iterator[T],
+        loop: asyncio.AbstractEventLoop,
+        put: Callable[[Any], None],
+        handoff: Handoff | None,
+        acquired: bool,
+    ) -> bool:
+        """Hand `items` to the consumer, to their end or until `handoff` is due; then
+        its executor produces the rest (True)."""
+        for item in items:
+            if self._cancel.is_set():
+                break
+            loop.call_soon_threadsafe(put, item)
+            if handoff is not None and handoff.due(item):
+                handoff.executor.submit(self._rest, items, loop, put, acquired)
+                return True
+        return False
+
+    def _rest(
+        self,
+        items: Iterator[T],
+        loop: asyncio.AbstractEventLoop,
+        put: Callable[[Any], None],
+        acquired: bool,
+    ) -> None:
+        try:
+            self._put(items, loop, put, None, acquired)
+        except BaseException as exc:
+            loop.call_soon_threadsafe(put, exc)
+        finally:
+            self._end(loop, put, acquired)
+
+    def _end(
+        self, loop: asyncio.AbstractEventLoop, put: Callable[[Any], None], acquired: bool
+    ) -> None:
+        if acquired and self._slot is not None:
+            self._slot.release()
+        if not loop.is_closed():
+            loop.call_soon_threadsafe(put, _END)
 
     async def __anext__(self) -> T:
         if self._queue is None:
@@ -197,15 +266,17 @@ class LocalInference:
         asr_loader: Callable[[str], ASR] | None = None,
         devices: DevicePlan | None = None,
         caption_asr: ASR | None = None,
-        tts_background_nice: int = -1,
+        background_nice: int = -1,
     ) -> None:
         """`devices`: where the models run (`load_inference` plans it; None: not known).
         `caption_asr`: the default model's instance for live captions (one reading at
         a time, at a lower priority); None: captions share `asr`.
-        `tts_background_nice`: at or above 0, background clauses (`synthesize(...,
-        background=True)`) are made in threads of this nice value, with `tts_slots`
-        of their own, so that they yield the cores to a reply's first words and
-        never hold a slot those wait for; below 0 they go as any other clause."""
+        `background_nice`: at or above 0, work nobody waits on yet runs in threads of
+        this nice value, so that it yields the cores to a reply's first words: the
+        clauses asked for with `synthesize(..., background=True)`, with `tts_slots` of
+        their own (they never hold a slot first words wait for), and the rest of an
+        embedded reply once `BACKGROUND_AFTER_WORDS` of it are written. Below 0
+        everything runs alike."""
         self.asr = asr
         self.caption_asr = caption_asr
         self._caption_slot = threading.Semaphore(1)
@@ -225,19 +296,17 @@ class LocalInference:
         self.asr_slots = asr_slots
         self._asr_slot = threading.Semaphore(asr_slots)
         self._tts_slot = threading.Semaphore(tts_slots)
-        # clauses made at once: the background lane's slots are its own
-        self.tts_slots = tts_slots * (2 if tts_background_nice >= 0 else 1)
-        self.tts_background: tuple[ThreadPoolExecutor, threading.Semaphore] | None = None
-        if tts_background_nice >= 0:
-            self.tts_background = (
-                ThreadPoolExecutor(
-                    max_workers=tts_slots,
-                    thread_name_prefix="tts-background",
-                    initializer=lower_priority,
-                    initargs=(tts_background_nice,),
-                ),
-                threading.Semaphore(tts_slots),
+        self.background: ThreadPoolExecutor | None = None
+        if background_nice >= 0:
+            self.background = ThreadPoolExecutor(
+                max_workers=tts_slots + llm_slots,
+                thread_name_prefix="background",
+                initializer=lower_priority,
+                initargs=(background_nice,),
             )
+        self._tts_background_slot = threading.Semaphore(tts_slots)
+        # clauses made at once: the background lane's slots are its own
+        self.tts_slots = tts_slots * (2 if self.background is not None else 1)
 
     def _asr_named(self, model: str) -> ASR:
         with self._asr_load_lock:
@@ -294,11 +363,15 @@ class LocalInference:
                 self.executor,
                 usage=usage,
             )
+        handoff = None
+        if self.background is not None:
+            handoff = Handoff(self.background, WordsWritten(BACKGROUND_AFTER_WORDS))
         return ThreadStream(
             lambda cancel: self.llm.stream(messages, options, cancel, usage),
             self.executor,
             self._llm_slot,
             usage=usage,
+            handoff=handoff,
         )
 
     def synthesize(
@@ -309,9 +382,8 @@ class LocalInference:
             for samples in self.tts.synthesize(text, voice, cancel):
                 yield AudioChunk(samples, rate)
 
-        if background and self.tts_background is not None:
-            executor, slot = self.tts_background
-            return ThreadStream(run, executor, slot)
+        if background and self.background is not None:
+            return ThreadStream(run, self.background, self._tts_background_slot)
         return ThreadStream(run, self.executor, self._tts_slot)
 
     async def end_of_turn(self, text: str, previous_reply: str) -> float:
@@ -327,8 +399,8 @@ class LocalInference:
 
     def close(self) -> None:
         self.executor.shutdown(wait=False, cancel_futures=True)
-        if self.tts_background is not None:
-            self.tts_background[0].shutdown(wait=False, cancel_futures=True)
+        if self.background is not None:
+            self.background.shutdown(wait=False, cancel_futures=True)
 
 
 class EndpointInference:

@@ -108,7 +108,10 @@ class LlamaSettings:
     model_path: str
     context_tokens: int = 2048
     threads: int = 1  # token generation: one core leaves the other to TTS
-    batch_threads: int = 2  # prompt evaluation: nothing else waits on it
+    # Prompt reading: alone, 2 threads read a turn in half the time, but beside one
+    # busy core they took 2.2x as long as 1 thread (their spinning barrier waits for
+    # the thread that lost its core; `./dev bench contention`, docs/CAPACITY.md).
+    batch_threads: int = 1
     batch_size: int = 256
     contexts: int = 2  # replies generated at once (two calls on two cores)
     # A RAM cache of saved states lets calls that take turns on one worker

@@ -41,7 +41,7 @@ class ModelSettings:
     caption_nice: int = 10
     llm_model_path: str = ""
     llm_threads: int = 1
-    llm_batch_threads: int = 2
+    llm_batch_threads: int = 1  # see LlamaSettings.batch_threads
     llm_context_tokens: int = 2048
     llm_contexts: int = 2
     llm_gpu_layers: int | None = None  # 0 none, -1 all (a GPU build); None follows the device
@@ -49,9 +49,10 @@ class ModelSettings:
     llm_http_api_key: str = ""
     llm_http_model: str = ""
     tts_threads: int = 1
-    # Clauses the caller will not hear for a while (the reply's audio made ahead of
-    # them) are made in threads of this nice value, on the CPU; -1: as any other.
-    tts_background_nice: int = 10
+    # Work nobody waits on yet runs in threads of this nice value: a reply's clauses
+    # with its audio made ahead of them, and the rest of a reply once its first words
+    # are written (inference.LocalInference); -1: everything alike.
+    background_nice: int = 10
     eou_model: bool = True  # score end of turn with the local LLM (its own small context)
     warm_voice_path: str = ""  # voice to load and warm up at start ("" = packaged default)
 
@@ -163,6 +164,5 @@ def load_inference(settings: ModelSettings, *, warm_up: bool = True) -> LocalInf
         asr_loader=load_asr,
         devices=plan,
         caption_asr=caption_asr,
-        # a GPU's work does not queue on the CPU's scheduler: nice would change nothing
-        tts_background_nice=settings.tts_background_nice if plan.tts_device == "cpu" else -1,
+        background_nice=settings.background_nice,
     )

@@ -92,7 +92,8 @@ def model_settings() -> ModelSettings:
         llm_http_base_url=settings.LLM_HTTP_BASE_URL,
         llm_http_api_key=settings.LLM_HTTP_API_KEY,
         tts_threads=settings.TTS_THREADS,
-        tts_background_nice=settings.TTS_BACKGROUND_NICE,
+        background_nice=settings.BACKGROUND_NICE,
+        llm_contexts=settings.LLM_CONTEXTS,
     )
 
 

@@ -297,6 +297,7 @@ class LocalInference:
         self._asr_slot = threading.Semaphore(asr_slots)
         self._tts_slot = threading.Semaphore(tts_slots)
         self.background: ThreadPoolExecutor | None = None
+        self._tts_background_slot = threading.Semaphore(tts_slots)
         if background_nice >= 0:
             self.background = ThreadPoolExecutor(
                 max_workers=tts_slots + llm_slots,
@@ -304,7 +305,6 @@ class LocalInference:
                 initializer=lower_priority,
                 initargs=(background_nice,),
             )
-        self._tts_background_slot = threading.Semaphore(tts_slots)
         # clauses made at once: the background lane's slots are its own
         self.tts_slots = tts_slots * (2 if self.background is not None else 1)
 

@@ -135,7 +135,6 @@ class ReplySpeaker:
         settings = self.settings
         trace = response.trace
         index = 0
-        made = 0  # samples of the reply made so far, at the output rate
         try:
             while (clause := await clauses.get()) is not None:
                 response.emit(TextClause(response.id, clause, index))
@@ -144,6 +143,7 @@ class ReplySpeaker:
                     index += 1
                     continue
                 trace.mark("tts_start")
+                made = sum(samples for _, samples in response.clauses)  # at the output rate
                 ahead_ms = 1000.0 * made / settings.sample_rate - response.played_ms()
                 background = 0 < settings.background_ahead_ms <= ahead_ms
                 stream = self._inference.synthesize(clause, settings.voice, background=background)
@@ -166,7 +166,6 @@ class ReplySpeaker:
                     trace.mark("tts_first_audio")
                     response.audio.put_nowait((index, np.concatenate(whole)))
                 response.clauses.append((clause, total))
-                made += total
                 index += 1
         except InferenceError as exc:
             self._fail(response, exc)

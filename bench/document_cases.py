@@ -2,8 +2,10 @@
 
 Each caller question is phrased the way people speak on the phone, and comes with the exact
 words of the one sentence in that business's documents that answers it, or None where the
-documents do not answer it. DEV is for tuning retrieval; HELD_OUT was written before any tuning
-and must stay held out: nothing is tuned on it.
+documents do not answer it. DEV is for tuning retrieval: the guest house and the plumber from the
+start, the dog groomer and the language school since 2026-12-07 (they were the held-out set of
+2026-12-06, whose misses were read). The held-out set is in document_heldout.py, written before
+the changes after it and not tuned on.
 """
 
 from __future__ import annotations
@@ -427,7 +429,7 @@ PLUMBER = Business(
 )
 
 
-# --- HELD_OUT 1: a dog groomer (html + text) ------------------------------------------------
+# --- DEV 3 (held out until 2026-12-07): a dog groomer (html + text) ---------------------------
 
 _MUDDY_PAWS_PRICES = """\
 <!DOCTYPE html>
@@ -616,7 +618,7 @@ DOG_GROOMER = Business(
 )
 
 
-# --- HELD_OUT 2: a language school (docx-outline + markdown) --------------------------------
+# --- DEV 4 (held out until 2026-12-07): a language school (docx-outline + markdown) -----------
 
 _LINDEN_GUIDE = _lines(
     "# Linden Language School: Course Guide 2025-26",
@@ -778,12 +780,13 @@ LANGUAGE_SCHOOL = Business(
 )
 
 
-DEV: tuple[Business, ...] = (GUEST_HOUSE, PLUMBER)
-HELD_OUT: tuple[Business, ...] = (DOG_GROOMER, LANGUAGE_SCHOOL)
+DEV: tuple[Business, ...] = (GUEST_HOUSE, PLUMBER, DOG_GROOMER, LANGUAGE_SCHOOL)
 
 
 def counts() -> dict[str, dict[str, tuple[int, int]]]:
     """(answerable, unanswerable) case counts per business, per set."""
+    from .document_heldout import HELD_OUT
+
     return {
         label: {
             b.key: (
@@ -798,6 +801,8 @@ def counts() -> dict[str, dict[str, tuple[int, int]]]:
 
 def check() -> None:
     """Assert that each expected passage occurs exactly once in its business's documents."""
+    from .document_heldout import HELD_OUT
+
     keys = [b.key for b in (*DEV, *HELD_OUT)]
     assert len(keys) == len(set(keys)), keys
     for business in (*DEV, *HELD_OUT):

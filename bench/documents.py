@@ -3,9 +3,10 @@
     .venv/bin/python -m bench.documents                  # the held-out businesses
     .venv/bin/python -m bench.documents --set dev -v     # the set retrieval is tuned on
 
-The businesses of `bench/document_cases.py` (`--set held-out`: a dog groomer
-and a language school, written before any tuning; `--set dev`: a guest house
-and a plumber) give their documents as Markdown, HTML, plain text and Word
+The businesses of `bench/document_heldout.py` (`--set held-out`: a dental
+practice and a bike shop, written on 2026-12-07 before the changes after it)
+and `bench/document_cases.py` (`--set dev`: a guest house, a plumber, a dog
+groomer and a language school) give their documents as Markdown, HTML, plain text and Word
 files. Each is read, cut into passages and embedded as an upload is
 (voiceapp/knowledge), and the persona's prompt builder takes each question as
 a call's turn does. With the embedded model the passages it picks are spoken as
@@ -27,7 +28,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .baseline import report_passes
-from .document_cases import DEV, HELD_OUT, Business, Document
+from .document_cases import DEV, Business, Document
+from .document_heldout import HELD_OUT
 from .engine_setup import setup_django
 
 SETS = {"held-out": HELD_OUT, "dev": DEV}

@@ -3,12 +3,13 @@
     .venv/bin/python -m bench.instructions                 # the held-out personas
     .venv/bin/python -m bench.instructions --set dev --repeat 3 --baseline-ref REF -v
 
-The personas of `bench/prose.py` (`--set held-out`: a hair studio and a vet;
-`--set dev`: a bakery, a florist and a physio clinic, which retrieval was tuned
-on) are asked each of
-their questions in a fresh call, as typed caller turns answered by the
-engine's `VoiceCall` in text-only mode with the persona defaults (temperature,
-reply length). A question the prose answers is right when the reply holds one
+The personas of `bench/prose_heldout.py` (`--set held-out`: a yoga studio and
+a driving school, written on 2026-12-07 before the changes after it) and of
+`bench/prose.py` (`--set dev`: a bakery, a florist, a physio clinic, a hair
+studio and a vet, which retrieval was tuned on) are asked each of their
+questions in a fresh call, as typed caller turns answered by the engine's
+`VoiceCall` in text-only mode with the persona defaults (temperature, reply
+length). A question the prose answers is right when the reply holds one
 accepted form of every required piece; one it does not answer is right when
 the reply declines and states no number (bakery.py's rules). `retrieved` is
 whether the sentence retrieval put first holds the answer (what the prompt
@@ -31,7 +32,8 @@ from typing import Any
 from .bakery import Question, declined, grounded
 from .baseline import report_passes, run_at
 from .engine_setup import persona_llm
-from .prose import DEV, HELD_OUT, ProsePersona
+from .prose import DEV, ProsePersona
+from .prose_heldout import HELD_OUT
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"

@@ -3,7 +3,8 @@ its development set is read, cut and graded as an upload would be."""
 
 from __future__ import annotations
 
-from bench.document_cases import DEV, HELD_OUT, check
+from bench.document_cases import DEV, check
+from bench.document_heldout import HELD_OUT
 from bench.documents import business_facts, grade, summary
 
 

@@ -7,7 +7,8 @@ import pytest
 
 from bench.bakery import Question, declined, grounded
 from bench.instructions import Graded, summary
-from bench.prose import DEV, HELD_OUT, ProsePersona
+from bench.prose import DEV, ProsePersona
+from bench.prose_heldout import HELD_OUT
 
 
 @pytest.mark.parametrize("persona", [*DEV, *HELD_OUT], ids=lambda p: p.name)

@@ -6,8 +6,10 @@
 The personas of `bench/prose_heldout.py` (`--set held-out`: a yoga studio and
 a driving school, written on 2026-12-07 before the changes after it) and of
 `bench/prose.py` (`--set dev`: a bakery, a florist, a physio clinic, a hair
-studio and a vet, which retrieval was tuned on) are asked each of their
-questions in a fresh call, as typed caller turns answered by the engine's
+studio and a vet, which retrieval was tuned on) and of `bench/prose_dev2.py`
+(`--set dev2`: a pizza takeaway, a swimming pool and a phone repair shop, written
+on 2026-12-07 to find how unseen wording fails, and tuned on since) are asked each
+of their questions in a fresh call, as typed caller turns answered by the engine's
 `VoiceCall` in text-only mode with the persona defaults (temperature, reply
 length). A question the prose answers is right when the reply holds one
 accepted form of every required piece; one it does not answer is right when
@@ -33,11 +35,12 @@ from .bakery import Question, declined, grounded
 from .baseline import report_passes, run_at
 from .engine_setup import persona_llm
 from .prose import DEV, ProsePersona
+from .prose_dev2 import DEV2
 from .prose_heldout import HELD_OUT
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results"
-SETS = {"held-out": HELD_OUT, "dev": DEV}
+SETS = {"held-out": HELD_OUT, "dev": DEV, "dev2": DEV2}
 
 
 @dataclass

@@ -8,10 +8,11 @@ import pytest
 from bench.bakery import Question, declined, grounded
 from bench.instructions import Graded, summary
 from bench.prose import DEV, ProsePersona
+from bench.prose_dev2 import DEV2
 from bench.prose_heldout import HELD_OUT
 
 
-@pytest.mark.parametrize("persona", [*DEV, *HELD_OUT], ids=lambda p: p.name)
+@pytest.mark.parametrize("persona", [*DEV, *DEV2, *HELD_OUT], ids=lambda p: p.name)
 def test_every_answer_is_in_the_prose_and_no_unanswerable_one_is(persona: ProsePersona) -> None:
     prose = persona.instructions
     for question in persona.answerable:
@@ -24,9 +25,9 @@ def test_every_answer_is_in_the_prose_and_no_unanswerable_one_is(persona: ProseP
 
 
 def test_the_held_out_set_shares_no_persona_or_question_with_the_development_set() -> None:
-    dev = {q.text for p in DEV for q in (*p.answerable, *p.unanswerable)}
+    dev = {q.text for p in (*DEV, *DEV2) for q in (*p.answerable, *p.unanswerable)}
     held = {q.text for p in HELD_OUT for q in (*p.answerable, *p.unanswerable)}
-    assert not dev & held and not {p.name for p in DEV} & {p.name for p in HELD_OUT}
+    assert not dev & held and not {p.name for p in (*DEV, *DEV2)} & {p.name for p in HELD_OUT}
     assert sum(len(p.answerable) for p in HELD_OUT) >= 20
 
 

@@ -214,3 +214,22 @@ def test_the_words_of_facts_in_prose_weigh_as_much_as_the_question_words() -> No
     # and "PayPal" the payment sentence, and "when" a sentence with months
     assert "PayPal" in (builder.turn("Do you accept PayPal?").direct or "")
     assert "March" in (builder.turn("When is the sale?").direct or "")
+
+
+def test_business_notes_that_open_like_instructions_are_facts() -> None:
+    instructions = (
+        "You are the phone assistant of Gino's Pizza. Be cheerful and keep it quick. "
+        "Greet callers kindly and keep it short. "
+        "If a pizza arrives wrong, ring within half an hour and we'll remake it free. "
+        "Collecting? Use the Quay Street loading bay for 15 minutes. "
+        "A check is 25 dollars and comes off the bill if you go ahead. iPhone screens "
+        "cost 89 dollars. If we are closed, take a message. Never give out our owner's "
+        "number. Only discuss our menu with callers."
+    )
+
+    assert facts_from_instructions(instructions) == [
+        Fact("If a pizza arrives wrong, ring within half an hour and we'll remake it free."),
+        Fact("Collecting? Use the Quay Street loading bay for 15 minutes."),
+        Fact("A check is 25 dollars and comes off the bill if you go ahead."),
+        Fact("iPhone screens cost 89 dollars."),
+    ]

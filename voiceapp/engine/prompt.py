@@ -67,6 +67,7 @@ _ADDRESSED_TO_AGENT = re.compile(
     rf"^((?!{_CALLER_YOU})you\b|"
     r"your (job|role|task|goal|name|answers?|replies|tone)|"
     r"be|do|don't|never|always|answer|speak|keep|act|behave|help|respond|reply|use|avoid|"
+    r"greet|talk|say|explain|mention|introduce|thank|apologi[sz]e|transfer|"
     r"if|when asked|only|make sure|remember|try)\b",
     re.I,
 )
@@ -81,12 +82,25 @@ def language_name(code: str) -> str | None:
 # speaks for the business (we, our, us) or gives a figure ("If you are late, the
 # table is held for 15 minutes.").
 _AGENT_YOU = re.compile(rf"\b(?!{_CALLER_YOU})you\b", re.I)
-_BUSINESS_VOICE = re.compile(r"\b(we|we're|we'll|our|ours|us)\b|\d", re.I)
+_BUSINESS_VOICE = re.compile(r"\b(we|we're|we'll|our|ours|us)\b|[\d£$€]", re.I)
 
 
-# "If you need to cancel, please tell us 24 hours before." tells the caller, as the
-# business ("us", a figure); "If you don't know, say so." tells the agent.
-_IF_YOU = re.compile(r"^if you\b", re.I)
+# A sentence that opens like an instruction ("If ...", "Use ...", "Always ...") still
+# tells the caller, as the business, when it speaks for the business (we, our, us, a
+# figure or a price) and says nothing of how to talk to callers: "If you need to
+# cancel, please tell us 24 hours before.", "If a pizza arrives wrong, ring within
+# half an hour and we'll remake it free.", "Use the loading bay for 15 minutes."
+# "If you don't know, say so." and "If we are closed, take a message." tell the
+# agent; so does any "You are ...", "Your role ..." and any "Never ..." or "Don't ...".
+_AGENT_ONLY = re.compile(
+    r"^(you are|you're|your (job|role|task|goal|name)|never|don't|do not|avoid)\b", re.I
+)
+_HOW_TO_TALK = re.compile(
+    r"\b(callers?|answers?|answering|repl(y|ies)|respond|say|speak|talk|discuss|mention|"
+    r"explain|greet|message|transfer|promise|apologi[sz]e|tone|polite|friendly|brief|"
+    r"sentences?|words|language|english|tell (them|people|the caller))\b",
+    re.I,
+)
 
 
 def _tells_the_agent(sentence: str) -> bool:
@@ -94,7 +108,11 @@ def _tells_the_agent(sentence: str) -> bool:
 
 
 def _tells_the_caller(sentence: str) -> bool:
-    return bool(_IF_YOU.match(sentence)) and bool(_BUSINESS_VOICE.search(sentence))
+    return (
+        bool(_BUSINESS_VOICE.search(sentence))
+        and not _AGENT_ONLY.match(sentence)
+        and not _HOW_TO_TALK.search(sentence)
+    )
 
 
 def facts_from_instructions(instructions: str) -> list[Fact]:
@@ -108,6 +126,26 @@ def facts_from_instructions(instructions: str) -> list[Fact]:
     return split_instructions(instructions)[0]
 
 
+# A sentence ends at a stop followed by a capital, a figure or a brand written
+# "iPhone"; a short question that heads what follows ("Collecting? Use the loading
+# bay.") stays with it, as the topic of its answer.
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9£$€\"“]|[a-z][A-Z])")
+_HEADING_QUESTION_WORDS = 3
+
+
+def _sentences(line: str) -> list[str]:
+    out: list[str] = []
+    for sentence in _SENTENCE_END.split(line):
+        sentence = sentence.strip()
+        if not sentence:
+            continue
+        if out and out[-1].endswith("?") and len(out[-1].split()) <= _HEADING_QUESTION_WORDS:
+            out[-1] = f"{out[-1]} {sentence}"
+        else:
+            out.append(sentence)
+    return out
+
+
 def split_instructions(instructions: str) -> tuple[list[Fact], str]:
     """The instructions' facts (see facts_from_instructions), and the rest: what
     tells the agent how to behave, and who it is ("You take calls for Petal Lane
@@ -116,8 +154,7 @@ def split_instructions(instructions: str) -> tuple[list[Fact], str]:
     rest: list[str] = []
     for line in instructions.splitlines():
         line = line.strip(" -*\t")
-        for sentence in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9])", line):
-            sentence = sentence.strip()
+        for sentence in _sentences(line):
             to_agent = _ADDRESSED_TO_AGENT.match(sentence) or _tells_the_agent(sentence)
             if to_agent and not _tells_the_caller(sentence):
                 rest.append(sentence)  # "You are the assistant of ...": how to behave

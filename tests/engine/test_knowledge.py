@@ -151,3 +151,26 @@ def test_a_passage_answers_by_meaning_and_words_together_and_declines_the_rest()
         "Cancellations"
     )
     assert base.retrieve("Do you sell dog food and leads?") == []
+
+
+def test_a_sentence_of_prose_answers_by_words_and_meaning_together() -> None:
+    from voiceapp.engine.embedder import shared_encoder
+
+    encoder = shared_encoder()
+    assert encoder is not None
+    prose = [
+        "The main pool opens at half past six on weekday mornings and closes at 9 pm.",
+        "An adult swim costs £4.80; juniors under 16 pay £2.60; under-fives swim free.",
+        "Parking in the car park off Mill Road is free for 3 hours.",
+    ]
+    # "a grown-up" is an "adult" by meaning only, and not by enough alone: the price
+    # the question asks for, and its meaning, answer it together
+    question = "What's the price for a grown-up?"
+    words_alone = KnowledgeBase([Fact(p) for p in prose])
+    assert words_alone.retrieve(question) == []
+    base = KnowledgeBase([Fact(p) for p in prose], encoder=encoder)
+    assert base.retrieve(question)[0].fact.answer == prose[1]
+    assert base.retrieve("Is there a sauna or a steam room?") == []
+    # a fact the business wrote with its own question is not scored so
+    written = KnowledgeBase([Fact(prose[1], "How much is an adult swim?")], encoder=encoder)
+    assert written.retrieve(question) == []

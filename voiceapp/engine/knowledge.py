@@ -61,6 +61,9 @@ class RetrievalSettings:
     # Chosen on bench/document_cases.py's development set (bench/documents.py).
     passage_lexical_weight: float = 0.3
     passage_min: float = 0.38
+    # A sentence of the instructions is scored as a passage too, when its words cover
+    # at least this share of the question's (bench/prose.py, bench/prose_dev2.py).
+    fused_min_words: float = 0.2
 
 
 TIE_BREAK = 0.01  # the cosine's share of a score: facts equal by their words, by meaning
@@ -348,6 +351,7 @@ class KnowledgeBase:
         meaning = self._meaning(utterance)
         if total <= 0 and meaning is None:
             return []
+        s = self.settings
         scored: list[Match] = []
         for i, (fact, fact_terms) in enumerate(zip(self.facts, self._terms, strict=True)):
             covered = sum(
@@ -360,12 +364,17 @@ class KnowledgeBase:
                 score = self._passage_score(score, float(meaning[1][i]))
             elif meaning is not None:
                 scaled, cosine = meaning
-                # by words or by meaning, whichever is more; ties go to the meaning
-                score = max(score, float(scaled[i])) + TIE_BREAK * float(cosine[i])
+                # by words or by meaning, whichever is more; ties go to the meaning. A
+                # sentence of prose (no question of its own) may also answer by both,
+                # as a passage does, once the question's words touch it: "What's the
+                # price for a grown-up?" and "An adult swim costs £4.80."
+                fused = 0.0
+                if not fact.question and score >= s.fused_min_words:
+                    fused = self._passage_score(score, float(cosine[i]))
+                score = max(score, float(scaled[i]), fused) + TIE_BREAK * float(cosine[i])
             if score > 0:
                 scored.append(Match(fact, score))
         scored.sort(key=lambda m: m.score, reverse=True)
-        s = self.settings
         if not scored or scored[0].score < s.min_score:
             return []
         best = scored[0].score

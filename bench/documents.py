@@ -29,10 +29,11 @@ from typing import Any
 
 from .baseline import report_passes
 from .document_cases import DEV, Business, Document
+from .document_dev2 import DEV2
 from .document_heldout import HELD_OUT
 from .engine_setup import setup_django
 
-SETS = {"held-out": HELD_OUT, "dev": DEV}
+SETS = {"held-out": HELD_OUT, "dev": DEV, "dev2": DEV2}
 _EXTENSIONS = {"markdown": "md", "html": "html", "text": "txt", "docx-outline": "docx"}
 
 

@@ -57,6 +57,23 @@ def test_plain_text_short_lines_before_text_are_headings() -> None:
     ]
 
 
+def test_lines_a_page_breaks_or_labels_are_lines_of_their_own() -> None:
+    page = b"""<html><body><h2>Opening hours</h2>
+    <p>Monday to Friday: 8 am to 6 pm<br>Saturday: 9 am to noon<br>Sunday: closed</p></body></html>"""
+    sections = extract(page, detect_format(page, name="hours.html"))
+    assert sections[-1].blocks == [
+        "Monday to Friday: 8 am to 6 pm",
+        "Saturday: 9 am to noon",
+        "Sunday: closed",
+    ]
+    # "Label: value" lines are neither a heading nor one run-on line
+    text = b"Getting here\n\nAddress: 1 Mill Lane, Ashby\nNearest station: Ashby, 2 miles away\n"
+    sections = extract(text, detect_format(text, name="brochure.txt"))
+    assert [(s.heading, s.blocks) for s in sections if s.blocks] == [
+        ("Getting here", ["Address: 1 Mill Lane, Ashby", "Nearest station: Ashby, 2 miles away"])
+    ]
+
+
 def test_word_documents_keep_headings_paragraphs_and_tables() -> None:
     data = docx_bytes(
         [("Heading 1", "Terms"), ("", "A deposit of £20 is taken when you book.")],

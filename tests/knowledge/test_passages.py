@@ -49,3 +49,18 @@ def test_long_lists_are_cut_into_passages_that_can_be_spoken() -> None:
     assert len(passages) > 1
     assert all(len(p.text) <= MAX_PASSAGE_CHARS + len("Stock: .") for p in passages)
     assert sum(p.text.count("Model number") for p in passages) == 60
+
+
+def test_list_items_are_gathered_a_short_answer_at_a_time() -> None:
+    # a passage is spoken whole: seven selling points in one would answer anything
+    items = [
+        "Servicing to the maker's schedule, so your warranty stays valid",
+        "A written estimate before any work starts",
+        "Free courtesy car for services and repairs, subject to availability",
+        "Comfortable waiting room with free Wi-Fi, tea and coffee",
+    ]
+    passages = passages_of([Section("Why choose us", items)])
+    assert len(passages) == 2
+    assert all(len(p.text) <= 160 + len("Why choose us: .") for p in passages)
+    assert all(sum(item in p.text for p in passages) == 1 for item in items)
+    assert "courtesy car" in passages[1].text and "warranty" not in passages[1].text

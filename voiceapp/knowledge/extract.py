@@ -193,12 +193,17 @@ def _markdown(text: str) -> list[Section]:
     return sections
 
 
+# "Nearest station: Ashby Wold, 2.5 miles away": a line of its own, not a heading
+_LABELLED = re.compile(r"^[A-Z][\w'&/ -]{0,30}:\s+\S")
+
+
 def _is_heading_line(line: str) -> bool:
     """A short line without closing punctuation: a heading, when text follows it."""
     return (
         0 < len(line.split()) <= 8
         and not re.search(r"[.,;:!]$", line)
         and not line.startswith(("-", "*", "•"))
+        and not _LABELLED.match(line)
     )
 
 
@@ -222,7 +227,7 @@ def _text(text: str) -> list[Section]:
             lines = lines[1:]
         block: list[str] = []
         for line in lines:
-            if re.match(r"^[-*•]\s+", line):
+            if re.match(r"^[-*•]\s+", line) or _LABELLED.match(line):
                 _add(sections[-1], block)
                 block = [re.sub(r"^[-*•]\s+", "", line)]
             else:
@@ -276,7 +281,7 @@ class _PageText(HTMLParser):
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in _VOID:
             if tag == "br":
-                self._text.append(" ")
+                self.flush()  # "Monday to Friday: 8 to 6<br>Saturday: ...": lines of their own
             return
         if tag in _SKIPPED:
             self._skip.append(tag)

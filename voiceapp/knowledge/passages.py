@@ -94,7 +94,7 @@ def _from_fragments(heading: str, fragments: list[str]) -> list[Passage]:
             group.clear()
 
     for fragment in fragments:
-        if group and len(", ".join([*group, fragment])) + len(heading) > MAX_PASSAGE_CHARS:
+        if group and len(", ".join([*group, fragment])) + len(heading) > _TOGETHER:
             flush()
         group.append(fragment.rstrip(",;"))
     flush()

@@ -5,8 +5,10 @@
 
 The businesses of `bench/document_heldout.py` (`--set held-out`: a dental
 practice and a bike shop, written on 2026-12-07 before the changes after it)
-and `bench/document_cases.py` (`--set dev`: a guest house, a plumber, a dog
-groomer and a language school) give their documents as Markdown, HTML, plain text and Word
+, `bench/document_cases.py` (`--set dev`: a guest house, a plumber, a dog
+groomer and a language school) and `bench/document_dev2.py` (`--set dev2`: a
+garage and a wedding venue, written on 2026-12-07 to find how unseen documents
+fail, and tuned on since) give their documents as Markdown, HTML, plain text and Word
 files. Each is read, cut into passages and embedded as an upload is
 (voiceapp/knowledge), and the persona's prompt builder takes each question as
 a call's turn does. With the embedded model the passages it picks are spoken as

@@ -4,6 +4,7 @@ its development set is read, cut and graded as an upload would be."""
 from __future__ import annotations
 
 from bench.document_cases import DEV, check
+from bench.document_dev2 import DEV2
 from bench.document_heldout import HELD_OUT
 from bench.documents import business_facts, grade, summary
 
@@ -15,7 +16,7 @@ def test_every_expected_answer_is_one_sentence_of_its_documents() -> None:
 
 def test_each_expected_answer_lands_whole_in_one_passage() -> None:
     # the passages are what the agent speaks: an answer cut in two could not be said
-    for business in (*DEV, *HELD_OUT):
+    for business in (*DEV, *DEV2, *HELD_OUT):
         texts = [f.answer for f in business_facts(business)]
         for case in business.cases:
             if case.expect is not None:

@@ -59,7 +59,8 @@ def test_plain_text_short_lines_before_text_are_headings() -> None:
 
 def test_lines_a_page_breaks_or_labels_are_lines_of_their_own() -> None:
     page = b"""<html><body><h2>Opening hours</h2>
-    <p>Monday to Friday: 8 am to 6 pm<br>Saturday: 9 am to noon<br>Sunday: closed</p></body></html>"""
+    <p>Monday to Friday: 8 am to 6 pm<br>Saturday: 9 am to noon<br>Sunday: closed</p>
+    </body></html>"""
     sections = extract(page, detect_format(page, name="hours.html"))
     assert sections[-1].blocks == [
         "Monday to Friday: 8 am to 6 pm",

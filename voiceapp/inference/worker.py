@@ -418,7 +418,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--asr-threads", type=int, default=1, help="per replica")
     parser.add_argument("--asr-replicas", type=int, default=2, help="readings at once")
     parser.add_argument("--llm-threads", type=int, default=1)
-    parser.add_argument("--llm-batch-threads", type=int, default=2)
+    parser.add_argument("--llm-batch-threads", type=int, default=ModelSettings().llm_batch_threads)
     parser.add_argument("--tts-threads", type=int, default=1)
     parser.add_argument("--llm-http-base-url", default="")
     parser.add_argument("--inference-device", default="auto", help="auto, cpu or cuda")

@@ -280,7 +280,7 @@ class _PageText(HTMLParser):
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in _VOID:
-            if tag == "br":
+            if tag == "br" and not self._skip:
                 self.flush()  # "Monday to Friday: 8 to 6<br>Saturday: ...": lines of their own
             return
         if tag in _SKIPPED:

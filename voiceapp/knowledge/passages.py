@@ -82,7 +82,7 @@ def _from_block(heading: str, block: str) -> list[Passage]:
 
 
 def _from_fragments(heading: str, fragments: list[str]) -> list[Passage]:
-    """List items under one heading, in passages of up to MAX_PASSAGE_CHARS."""
+    """List items under one heading, in passages of about `_TOGETHER` characters."""
     passages: list[Passage] = []
     group: list[str] = []
 

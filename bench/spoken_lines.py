@@ -34,6 +34,7 @@ from voiceapp.engine.planner import (
     HEARD,
     NOT_A_PERSON,
     WELCOME,
+    WELL,
 )
 from voiceapp.engine.prompt import DEFAULT_DECLINE
 from voiceapp.engine.tts import PiperTTS, SpokenLines
@@ -49,7 +50,7 @@ def written_lines() -> list[str]:
     from voiceapp.personas.services import DEFAULT_GREETING
 
     lines = [DEFAULT_GREETING, DEFAULT_DECLINE, NO_PERSON, CANNOT_CHECK, NOT_A_PERSON]
-    lines += [HEARD, WELCOME, GOODBYE, CALM]
+    lines += [HEARD, WELCOME, GOODBYE, CALM, WELL]
     return lines + [fact.answer for fact in FACTS]
 
 

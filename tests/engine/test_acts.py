@@ -61,6 +61,15 @@ def test_other_turns_are_the_models(acts: TurnActs, text: str) -> None:
     assert acts.classify(text) is Act.OTHER
 
 
+@pytest.mark.parametrize("text", ["Hi, how are you keeping?", "And how are you this afternoon?"])
+def test_asked_how_it_is_it_tells(acts: TurnActs, text: str) -> None:
+    assert acts.classify(text) is Act.WELLBEING
+
+
+def test_other_small_talk_is_not_asking_how_it_is(acts: TurnActs) -> None:
+    assert acts.classify("How are the puppies doing?") is not Act.WELLBEING
+
+
 def test_asked_whether_it_is_a_person_it_tells(acts: TurnActs) -> None:
     assert acts.classify("Are you a real person or a bot?") is Act.IDENTITY
     assert acts.classify("Wait, is this an automated line?") is Act.IDENTITY

@@ -76,6 +76,54 @@ def test_the_sentence_cap_speaks_the_last_sentence_then_stops() -> None:
     assert g.reason == "sentence_cap"
 
 
+def test_the_sentence_cap_cuts_a_clause_that_holds_sentences_past_it() -> None:
+    # given a clause the chunker could not cut ("no." reads as "No. 5"), with two sentences
+    g = guard(max_sentences=3, check_numbers=False)
+    assert g.check("No, no. I'm afraid not of that.").action is Action.SPEAK
+
+    verdict = g.check("No, no. The answer to all questions is yes!")
+
+    # then the reply ends after its third sentence, in the middle of that clause
+    assert verdict.action is Action.STOP and g.reason == "sentence_cap"
+    assert verdict.text == "No, no."
+
+
+def test_sentences_are_counted_across_clauses_not_by_their_ends_in_each() -> None:
+    g = guard(max_sentences=2, check_numbers=False)
+    # a title and a time are not sentence ends; a comma clause ends no sentence
+    assert g.check("Dr. Lee is in at 9 a.m. on Mondays,").action is Action.SPEAK
+    assert g.check("and on Fridays.").action is Action.SPEAK
+
+    verdict = g.check("Come along. Bring your card.")
+
+    assert verdict.action is Action.STOP and verdict.text == "Come along."
+
+
+def test_a_lists_numbering_is_not_spoken_nor_counted_as_sentences() -> None:
+    g = guard(max_sentences=3, check_numbers=True)
+    verdicts = [g.check(c) for c in ["1.", "Stay calm, 2.", "Breathe slowly, 3.", "Sleep well."]]
+
+    assert " ".join(v.text for v in verdicts if v.text) == "Stay calm. Breathe slowly. Sleep well."
+    assert [v.action for v in verdicts] == [Action.SPEAK] * 3 + [Action.STOP]
+    assert g.reason == "sentence_cap"  # no number was taken for an invented one
+    assert guard(check_numbers=False).check("4. Eat breakfast.").text == "Eat breakfast."
+    # a figure that ends a sentence is not a list's
+    assert guard(check_numbers=False).check("We open at 9.").text == "We open at 9."
+
+
+def test_a_clause_that_says_the_callers_words_back_is_dropped() -> None:
+    g = guard(caller_text="Ugh, forget it. How are you today?", check_numbers=False)
+
+    verdict = g.check("How are you today.")
+
+    assert verdict.action is Action.SPEAK and verdict.text == "" and g.reason == "echo"
+    assert g.check("I'm well, thanks for asking.").text == "I'm well, thanks for asking."
+    # two words are not an echo, nor are the caller's words inside a longer answer
+    assert guard(caller_text="Thank you").check("Thank you.").text == "Thank you."
+    answer = "Yes, you can forget it, no charge."
+    assert guard(caller_text="Ugh, forget it.").check(answer).text == answer
+
+
 def test_a_clause_about_languages_is_dropped_when_the_caller_did_not_ask() -> None:
     from voiceapp.engine.guard import Action, GuardSettings, ReplyGuard
 

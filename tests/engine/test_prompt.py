@@ -110,6 +110,15 @@ def test_another_language_is_pinned_in_the_system_prompt_and_the_turn() -> None:
     assert builder.turn("Do you have wifi?").content.endswith("Answer in German.")
 
 
+def test_the_callers_own_words_are_read_back_out_of_a_turn_as_sent() -> None:
+    builder = PromptBuilder(instructions="Du bist ein Assistent.", facts=FACTS, language="de")
+    english = bakery()
+
+    for b, text in ((builder, "Do you have wifi?"), (english, "Do you sell bread?")):
+        assert b.caller_words(b.turn(text).content) == text
+    assert english.caller_words("Thanks, bye.") == "Thanks, bye."  # plain words as they are
+
+
 def test_questions_are_told_from_statements() -> None:
     assert is_question("do you deliver")
     assert is_question("So, what time do you close?")

@@ -13,10 +13,8 @@ therefore not the model's to answer:
   not know (`Act.BUSINESS`);
 - **live**: the weather, the news, the traffic, a match: the agent says it
   cannot check that (`Act.LIVE`);
-- **identity**: "Am I talking to a machine?", "Who am I speaking with?": the
-  agent says it is a virtual assistant (`Act.IDENTITY`); the model had claimed
-  to be a person, and given itself a name and a phone number;
-- **line**: "Are you still there?": the agent says it hears the caller;
+- **wellbeing**: "How are you doing?": the agent says it is well and offers help
+  (the model said the question back, word for word);
 - **thanks** and **goodbye**: "you're welcome" and a goodbye (the model wandered
   off: "No worries, I'm back on my phone");
 - **rude**: an insult or the caller's frustration: the agent apologises and
@@ -48,6 +46,7 @@ class Act(enum.Enum):
     LIVE = "live"  # news, weather, traffic, scores: nothing the agent can look up
     IDENTITY = "identity"  # is this a person or a machine? who is it?
     LINE = "line"  # can you hear me? are you still there?
+    WELLBEING = "wellbeing"  # how are you? how's it going?
     THANKS = "thanks"
     GOODBYE = "goodbye"
     RUDE = "rude"
@@ -135,6 +134,14 @@ LINE_EXAMPLES = (
     "Can you hear me all right?",
     "You've gone quiet, are you there?",
 )
+WELLBEING_EXAMPLES = (
+    "How are you doing?",
+    "How's it going?",
+    "How has your day been?",
+    "Are you having a good day?",
+    "How are things with you?",
+    "You alright?",
+)
 THANKS_EXAMPLES = (
     "Thank you so much.",
     "Thanks, that helps.",
@@ -175,7 +182,6 @@ OTHER_EXAMPLES = (
     "How do I boil an egg?",
     "What should I cook for dinner tonight?",
     "Do you know any good films?",
-    "How are you doing?",
     "Can I speak with a manager?",
     "I'm just calling to see what you do.",
     "Do you speak French?",
@@ -196,6 +202,9 @@ OTHER_EXAMPLES = (
 class ActSettings:
     min_score: float = 0.20  # the mean of an act's best 3 similarities
     margin: float = 0.05  # ... over that of the examples of everything else
+    # "How are you?" is near much other small talk ("Nice to meet you!", "How are the
+    # puppies doing?": 0.38-0.52); it is told from this (0.57-0.76 for the real ones).
+    wellbeing_min: float = 0.55
     top: int = 3
 
 
@@ -211,6 +220,7 @@ class TurnActs:
             Act.LIVE: encoder.encode(LIVE_EXAMPLES),
             Act.IDENTITY: encoder.encode(IDENTITY_EXAMPLES),
             Act.LINE: encoder.encode(LINE_EXAMPLES),
+            Act.WELLBEING: encoder.encode(WELLBEING_EXAMPLES),
             Act.THANKS: encoder.encode(THANKS_EXAMPLES),
             Act.GOODBYE: encoder.encode(GOODBYE_EXAMPLES),
             Act.RUDE: encoder.encode(RUDE_EXAMPLES),
@@ -226,6 +236,8 @@ class TurnActs:
         act = max(scores, key=lambda a: scores[a])
         cfg = self.settings
         if scores[act] < cfg.min_score or scores[act] < other + cfg.margin:
+            return Act.OTHER
+        if act is Act.WELLBEING and scores[act] < cfg.wellbeing_min:
             return Act.OTHER
         return act
 

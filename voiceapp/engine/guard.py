@@ -56,7 +56,8 @@ class Action(enum.Enum):
 class Verdict:
     action: Action
     text: str  # what to speak ("" for nothing)
-    # why it intervened: loop, invented_number, language, language_talk, sentence_cap
+    # why it intervened: loop, invented_number, language, language_talk, sentence_cap,
+    # echo
     reason: str = ""
 
 
@@ -70,6 +71,9 @@ class GuardSettings:
     # about being an assistant, is dropped: a small model answers "Please repeat
     # that" with "As a voice assistant, I only support English".
     language_talk: bool = False
+    # The caller's last words: a clause that only says them back is dropped (the
+    # model answered "How are you today?" with "How are you today?").
+    caller_text: str = ""
 
 
 LANGUAGE_TALK = re.compile(
@@ -92,6 +96,46 @@ def numbers_in(text: str) -> set[str]:
     found = {n.lstrip("0") or "0" for n in re.findall(r"\d+", lowered)}
     found.update(NUMBER_WORDS[w] for w in re.findall(r"[a-z]+", lowered) if w in NUMBER_WORDS)
     return found - {"0"}
+
+
+# A list's numbering, which a voice reply does not read out: "1." or "2)" as a clause
+# of its own, at a clause's start, or after its comma ("Stay calm, 2.").
+_LIST_MARK_ALONE = re.compile(r"^\d{1,2}[.)]$")
+_LIST_MARK_FIRST = re.compile(r"^\d{1,2}[.)]\s+(?=[^\W\d])")
+_LIST_MARK_LAST = re.compile(r",\s*\d{1,2}[.)]$")
+# Where a sentence ends: its closing mark, then a space (or the end of the text);
+# not a title's ("Dr. Lee"), an abbreviation's before lower case ("9 a.m. on"), or
+# "No." before a figure.
+_SENTENCE_END = re.compile(r"[.!?]+(?=\s|$)")
+_TITLE = re.compile(r"\b(mr|mrs|ms|dr|st|jr|sr|prof|vs|etc)\.$", re.I)
+_DOTTED = re.compile(r"\b([a-z]\.){2,}$", re.I)
+ECHO_MIN_WORDS = 3
+
+
+def without_list_marks(clause: str) -> str:
+    """`clause` without a list's numbering ("" when it was nothing else)."""
+    text = clause.strip()
+    if _LIST_MARK_ALONE.match(text):
+        return ""
+    text = _LIST_MARK_FIRST.sub("", text)
+    return _LIST_MARK_LAST.sub(".", text)
+
+
+def sentence_ends(text: str) -> list[int]:
+    """The offsets just past each sentence's end in `text`, for sentences that hold a
+    word (a stray "." is not a sentence)."""
+    ends: list[int] = []
+    start = 0
+    for m in _SENTENCE_END.finditer(text):
+        head, after = text[: m.end()], text[m.end() :].lstrip()
+        if _TITLE.search(head) or (_DOTTED.search(head) and after[:1].islower()):
+            continue
+        if re.search(r"\bno\.$", head, re.I) and after[:1].isdigit():
+            continue
+        if re.search(r"\w", text[start : m.start()]):
+            ends.append(m.end())
+            start = m.end()
+    return ends
 
 
 def _words(text: str) -> list[str]:
@@ -138,11 +182,13 @@ class ReplyGuard:
         self._spoken: list[str] = []
         self._spoken_text: list[str] = []
         self._spoken_words: list[str] = []
-        self._sentences = 0
         self.reason = ""  # set once the guard has cut the reply
 
     def check(self, clause: str) -> Verdict:
         s = self.settings
+        clause = without_list_marks(clause)
+        if not clause:
+            return Verdict(Action.SPEAK, "")  # a list's "1.": nothing to say, and no sentence
         words = _words(clause)
         norm = " ".join(words)
         # A clause said before, or a unit looping inside this clause or across clauses.
@@ -156,6 +202,10 @@ class ReplyGuard:
             if text and text[-1] not in ".!?":
                 text += "."
             return self._stop(text, "loop")
+        # after the loops: a caller's "no, no, no" said back is a loop, and ends it
+        if self._echoes(words):
+            self.reason = "echo"
+            return Verdict(Action.SPEAK, "", "echo")  # dropped; the reply goes on
         # Judged on the reply so far: a short clause alone says little about its language.
         said = " ".join([*self._spoken_text, clause])
         if s.language and _foreign(said, s.language.split("-")[0].lower()):
@@ -167,13 +217,26 @@ class ReplyGuard:
             invented = numbers_in(clause) - self.allowed_numbers
             if invented:
                 return self._stop(s.decline, "invented_number")
+        before = " ".join(self._spoken_text)
         self._spoken.append(norm)
         self._spoken_text.append(clause)
         self._spoken_words = joined
-        self._sentences += len(re.findall(r"[.!?](\s|$)", clause))
-        if self._sentences >= s.max_sentences:
-            return self._stop(clause, "sentence_cap")
+        # Sentences are counted in the reply so far, not clause by clause: a clause may
+        # end mid-sentence, and one clause may hold several ("No, no. I'm afraid not.").
+        offset = len(before) + 1 if before else 0
+        ends = sentence_ends(" ".join(self._spoken_text))
+        if len(ends) >= s.max_sentences:
+            last = ends[s.max_sentences - 1] - offset
+            return self._stop(clause[:last].strip() if last > 0 else "", "sentence_cap")
         return Verdict(Action.SPEAK, clause)
+
+    def _echoes(self, words: list[str]) -> bool:
+        """The clause only says back (some of) the caller's last words."""
+        caller = _words(self.settings.caller_text)
+        n = len(words)
+        if n < ECHO_MIN_WORDS or n > len(caller):
+            return False
+        return any(caller[i : i + n] == words for i in range(len(caller) - n + 1))
 
     def _stop(self, text: str, reason: str) -> Verdict:
         self.reason = reason

@@ -12,9 +12,9 @@
 4. for the embedded model, what acts.py tells: a request to repeat (the
    agent's last words again), a question about live events (it cannot check
    them), whether it is a person (it says it is a virtual assistant), whether it hears
-   the caller (it does), thanks and
-   goodbyes (answered in kind), a rude turn (an apology and an offer of help) and, for a persona
-   with no facts, a question about the business (the decline);
+   the caller (it does), how it is (well), thanks and goodbyes (answered in
+   kind), a rude turn (an apology and an offer of help) and, for a persona with
+   no facts, a question about the business (the decline);
 5. else the LLM, with the options the steps above left.
 
 A reply that must call a tool (a named or `required` choice, or the router's)
@@ -47,6 +47,7 @@ CANNOT_CHECK = "I'm sorry, I can't check that from here."
 CALM = "I'm sorry this has been frustrating. How can I help?"
 NOT_A_PERSON = "I'm a virtual assistant, not a person. How can I help?"
 HEARD = "Yes, I can hear you. How can I help?"
+WELL = "I'm doing well, thank you for asking. How can I help you today?"
 WELCOME = "You're welcome. Is there anything else I can help with?"
 GOODBYE = "Goodbye, and thank you for calling."
 REPEATING = "Sure. "  # before the agent's last words, said again
@@ -224,6 +225,8 @@ class ReplyPlanner:
             return NOT_A_PERSON
         if act is Act.LINE:
             return HEARD
+        if act is Act.WELLBEING:
+            return WELL
         if act is Act.THANKS:
             return WELCOME
         if act is Act.GOODBYE:

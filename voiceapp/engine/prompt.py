@@ -301,6 +301,15 @@ class PromptBuilder:
         """Whether a question names something (not only the call or the business)."""
         return bool(set(terms(text)) - self._background - _CALL_WORDS)
 
+    @staticmethod
+    def caller_words(content: str) -> str:
+        """The caller's own words in a user message as `_content` writes it (the whole
+        message when it is not in that form)."""
+        _, marker, words = content.rpartition("Caller: ")
+        if not marker:
+            return content
+        return re.sub(r" Answer in [A-Z][\w ]*\.$", "", words)
+
     def _content(self, text: str, facts: str | None, *, chat: bool = False) -> str:
         name = language_name(self.language)
         tail = f" Answer in {name}." if name and name != "English" else ""

@@ -186,7 +186,7 @@ class ReplyWriter:
         the facts it speaks as written) holds."""
         cfg = self.settings
         check = cfg.grounding and self.prompt.grounded
-        callers = (m["content"] for m in messages if m["role"] == "user")
+        callers = [m["content"] for m in messages if m["role"] == "user"]
         settings = GuardSettings(
             # A voice reply stays short, with facts or without (max_reply_tokens bounds
             # it too); the numbers are checked where facts say which are true.
@@ -195,6 +195,13 @@ class ReplyWriter:
             check_numbers=check,
             decline=cfg.decline,
             language_talk=cfg.grounding and not any(LANGUAGE_TALK.search(c) for c in callers),
+            # the model's words are checked for an echo of the caller's; words as
+            # written (`extra`) are not the model's
+            caller_text=(
+                self.prompt.caller_words(callers[-1])
+                if callers and not extra and cfg.grounding
+                else ""
+            ),
         )
         prompt = " ".join([*(m["content"] for m in messages), extra])
         allowed = numbers_in(prompt) if check else set()

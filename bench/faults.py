@@ -7,10 +7,12 @@ Each round runs tests/faults/ (an inference worker SIGKILLed mid-reply, Redis
 killed and restarted empty, Postgres cut off from daphne for 10 s, the
 client's TCP connection reset, and a second web process behind haproxy
 SIGKILLed under its call) on a fresh stack: daphne and two inference
-workers on a private Redis, Postgres behind a proxy. The suite runs each fault
+workers on a private Redis, Postgres behind a proxy; and
+tests/billing/test_kills.py with 100 calls (`--kill-calls`; the suite places
+30), their call processes SIGKILLed at random, each call billed once. The suite runs each fault
 once; here the rounds show how often each one is survived and how its figures
 spread (the fail or fail-over time, the resume time, the buffered writes).
-About a minute a round on two cores. It prints every round's outcome lines
+About two and a half minutes a round on two cores. It prints every round's outcome lines
 and a summary, writes bench/results/faults-<time>.json, and exits non-zero if
 any round failed.
 """
@@ -34,6 +36,7 @@ FAULTS = {
     "postgres_outage": ("tests/faults/test_postgres_outage.py", "postgres outage"),
     "network_drop": ("tests/faults/test_network_drop.py", "network drop"),
     "web_kill": ("tests/faults/test_web_kill.py", "web process killed"),
+    "billing_kills": ("tests/billing/test_kills.py", "random kills:"),
 }
 NUMBER = re.compile(r"(\d+\.\d+) s")
 
@@ -65,10 +68,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5, help="rounds of the fault tests")
     parser.add_argument("--only", choices=sorted(FAULTS), action="append", help="these faults")
+    parser.add_argument(
+        "--kill-calls", type=int, default=100, help="calls a billing_kills round places"
+    )
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
-    env = suite_env({})
+    env = suite_env({"KILL_CALLS": str(args.kill_calls)})
     names = args.only or list(FAULTS)
     print(f"faults: {args.rounds} rounds of {', '.join(names)}", flush=True)
     rounds: list[dict[str, Any]] = []

@@ -1,5 +1,8 @@
-"""Exactly-once billing when web processes die: 100 short calls placed by
-processes that are SIGKILLed at random moments, then reconciled."""
+"""Exactly-once billing when web processes die: short calls placed by processes
+that are SIGKILLed at random moments, then reconciled.
+
+KILL_CALLS sets how many calls (30 by default, the suite's slice; `./dev bench
+faults` places 100 a round)."""
 
 from __future__ import annotations
 
@@ -27,7 +30,7 @@ from voiceapp.tenants.services import secret_key_create
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.timeout(900)]
 
 ROOT = Path(__file__).resolve().parents[2]
-CALLS = 100
+CALLS = int(os.environ.get("KILL_CALLS", "30"))
 PARALLEL = 3
 START_SECONDS = 10_000_000
 # the call processes' database sessions carry this name (libpq reads PGAPPNAME)
@@ -65,7 +68,7 @@ def _wait_for_their_sessions_to_end(timeout_s: float = 20.0) -> int:
         time.sleep(0.1)
 
 
-def test_100_calls_with_random_kills_are_each_billed_once(tenant_a: Tenant) -> None:
+def test_calls_with_random_kills_are_each_billed_once(tenant_a: Tenant) -> None:
     _, raw = secret_key_create(org=tenant_a.org, name="chaos")
     persona = tenant_a.org.personas.get()
     persona.agent_speaks_first = False
@@ -128,8 +131,9 @@ def test_100_calls_with_random_kills_are_each_billed_once(tenant_a: Tenant) -> N
     duplicated = records.values("call_ref").annotate(n=Count("pk")).filter(n__gt=1).count()
     spent = START_SECONDS - Subscription.objects.get(org=tenant_a.org).remaining_seconds
     print(
-        f"\n{calls.count()} calls by {kills} killed processes; {open_before} left open, "
-        f"{reconciled} reconciled; {lost} lost, {duplicated} duplicated usage records"
+        f"\nrandom kills: {calls.count()} calls by {kills} killed processes; "
+        f"{open_before} left open, {reconciled} reconciled; "
+        f"{lost} lost, {duplicated} duplicated usage records"
     )
     assert calls.count() >= CALLS and len(set(started)) == len(started)
     assert kills >= CALLS // 8

@@ -153,6 +153,39 @@ def test_a_passage_answers_by_meaning_and_words_together_and_declines_the_rest()
     assert base.retrieve("Do you sell dog food and leads?") == []
 
 
+def test_a_passage_that_stands_out_from_the_others_answers_below_the_bar() -> None:
+    from voiceapp.engine.embedder import shared_encoder
+    from voiceapp.engine.knowledge import RetrievalSettings
+
+    encoder = shared_encoder()
+    assert encoder is not None
+    texts = [
+        ("Payment", "We take card and contactless payments as well as cash."),
+        ("Grooming", "A full groom includes a bath, a blow-dry, a haircut and a nail clip."),
+        ("Cancellations", "Please give us 48 hours' notice if you need to cancel."),
+        ("Puppies", "Puppies can come for their first groom from 12 weeks, after their jabs."),
+    ]
+    vectors = encoder.encode([f"{h} {t}" for h, t in texts])
+    facts = [
+        Fact(answer=t, question=h, vector=v, passage=True)
+        for (h, t), v in zip(texts, vectors, strict=True)
+    ]
+    base = KnowledgeBase(facts, encoder=encoder)
+    without = KnowledgeBase(facts, RetrievalSettings(passage_margin_min=1.0), encoder=encoder)
+    # given questions no passage answers by itself, but one is far nearer than the rest
+    for question, heading in (
+        ("Is my puppy old enough to come in?", "Puppies"),
+        ("My dog hates baths, what do you do?", "Grooming"),
+    ):
+        assert without.retrieve(question) == []
+        # then that passage answers, at the bar
+        [match] = base.retrieve(question)
+        assert match.fact.question == heading and match.score == base.settings.min_score
+    # and questions that are about equally far from all of them are still declined
+    for question in ("Do you sell dog food and leads?", "Can I bring my cat?"):
+        assert base.retrieve(question) == []
+
+
 def test_a_sentence_of_prose_answers_by_words_and_meaning_together() -> None:
     from voiceapp.engine.embedder import shared_encoder
 

@@ -61,6 +61,10 @@ class RetrievalSettings:
     # Chosen on bench/document_cases.py's development set (bench/documents.py).
     passage_lexical_weight: float = 0.3
     passage_min: float = 0.38
+    # ... or from `passage_margin_min` when it stands this far above every other
+    # passage's (a question most passages are about equally far from answers none).
+    passage_margin_min: float = 0.3
+    passage_margin: float = 0.08
     # A sentence of the instructions is scored as a passage too, when its words cover
     # at least this share of the question's (bench/prose.py, bench/prose_dev2.py).
     fused_min_words: float = 0.2
@@ -295,9 +299,26 @@ class KnowledgeBase:
         scaled = s.min_score + (cosine - s.semantic_min) * (1 - s.min_score) / (1 - s.semantic_min)
         return np.where(cosine >= s.semantic_min, scaled, 0.0), cosine
 
+    def _fused(self, words: float, cosine: float) -> float:
+        s = self.settings
+        return s.passage_lexical_weight * words + (1 - s.passage_lexical_weight) * cosine
+
+    def _standout(self, fused: list[tuple[float, Fact]]) -> Fact | None:
+        """The passage that stands out from the others by `passage_margin`, from
+        `passage_margin_min` (below `passage_min`), when none answers by itself."""
+        s = self.settings
+        if not fused:
+            return None
+        ranked = sorted(fused, key=lambda p: p[0], reverse=True)
+        best, fact = ranked[0]
+        second = ranked[1][0] if len(ranked) > 1 else 0.0
+        if best >= s.passage_margin_min and best - second >= s.passage_margin:
+            return fact
+        return None
+
     def _passage_score(self, words: float, cosine: float) -> float:
         s = self.settings
-        fused = s.passage_lexical_weight * words + (1 - s.passage_lexical_weight) * cosine
+        fused = self._fused(words, cosine)
         if fused < s.passage_min:
             return 0.0
         return s.min_score + (fused - s.passage_min) * (1 - s.min_score) / (1 - s.passage_min)
@@ -353,6 +374,7 @@ class KnowledgeBase:
             return []
         s = self.settings
         scored: list[Match] = []
+        fused_passages: list[tuple[float, Fact]] = []  # each passage's words and meaning
         for i, (fact, fact_terms) in enumerate(zip(self.facts, self._terms, strict=True)):
             covered = sum(
                 weight
@@ -361,6 +383,7 @@ class KnowledgeBase:
             )
             score = covered / total if total > 0 else 0.0
             if meaning is not None and fact.passage:
+                fused_passages.append((self._fused(score, float(meaning[1][i])), fact))
                 score = self._passage_score(score, float(meaning[1][i]))
             elif meaning is not None:
                 scaled, cosine = meaning
@@ -376,7 +399,8 @@ class KnowledgeBase:
                 scored.append(Match(fact, score))
         scored.sort(key=lambda m: m.score, reverse=True)
         if not scored or scored[0].score < s.min_score:
-            return []
+            standout = self._standout(fused_passages)
+            return [Match(standout, s.min_score)] if standout is not None else []
         best = scored[0].score
         return [
             m

@@ -122,6 +122,12 @@ def test_a_clause_that_says_the_callers_words_back_is_dropped() -> None:
     assert guard(caller_text="Thank you").check("Thank you.").text == "Thank you."
     answer = "Yes, you can forget it, no charge."
     assert guard(caller_text="Ugh, forget it.").check(answer).text == answer
+    # nor a part of what they said, read back or said as asked
+    for caller, clause in (
+        ("Please confirm the address: 12 Mill Lane, Leeds.", "12 Mill Lane, Leeds."),
+        ("Repeat after me: the quick brown fox.", "The quick brown fox."),
+    ):
+        assert guard(caller_text=caller, check_numbers=False).check(clause).text == clause
 
 
 def test_a_clause_about_languages_is_dropped_when_the_caller_did_not_ask() -> None:

@@ -231,12 +231,13 @@ class ReplyGuard:
         return Verdict(Action.SPEAK, clause)
 
     def _echoes(self, words: list[str]) -> bool:
-        """The clause only says back (some of) the caller's last words."""
-        caller = _words(self.settings.caller_text)
-        n = len(words)
-        if n < ECHO_MIN_WORDS or n > len(caller):
+        """The clause is one of the caller's last sentences, said back whole. Part of
+        one is not: reading back what the caller gave ("12 Mill Lane, Leeds") or
+        saying what they asked for ("Repeat after me: ...") is an answer."""
+        if len(words) < ECHO_MIN_WORDS:
             return False
-        return any(caller[i : i + n] == words for i in range(len(caller) - n + 1))
+        text = self.settings.caller_text
+        return any(_words(part) == words for part in [text, *re.split(r"[.!?]+\s*", text)])
 
     def _stop(self, text: str, reason: str) -> Verdict:
         self.reason = reason

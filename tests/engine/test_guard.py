@@ -107,8 +107,11 @@ def test_a_lists_numbering_is_not_spoken_nor_counted_as_sentences() -> None:
     assert [v.action for v in verdicts] == [Action.SPEAK] * 3 + [Action.STOP]
     assert g.reason == "sentence_cap"  # no number was taken for an invented one
     assert guard(check_numbers=False).check("4. Eat breakfast.").text == "Eat breakfast."
-    # a figure that ends a sentence is not a list's
+    # a figure that ends a sentence is not a list's, nor are figures after a comma
+    # when no list has begun
     assert guard(check_numbers=False).check("We open at 9.").text == "We open at 9."
+    sizes = "We have sizes 1, 2."
+    assert guard(check_numbers=False).check(sizes).text == sizes
 
 
 def test_a_clause_that_says_the_callers_words_back_is_dropped() -> None:

@@ -99,10 +99,11 @@ def numbers_in(text: str) -> set[str]:
 
 
 # A list's numbering, which a voice reply does not read out: "1." or "2)" as a clause
-# of its own, at a clause's start, or after its comma ("Stay calm, 2.").
-_LIST_MARK_ALONE = re.compile(r"^\d{1,2}[.)]$")
-_LIST_MARK_FIRST = re.compile(r"^\d{1,2}[.)]\s+(?=[^\W\d])")
-_LIST_MARK_LAST = re.compile(r",\s*\d{1,2}[.)]$")
+# of its own or at a clause's start; after a clause's comma ("Stay calm, 2.") only as
+# the next number of a list already begun ("Sizes 1, 2." is a sentence).
+_LIST_MARK_ALONE = re.compile(r"^(\d{1,2})[.)]$")
+_LIST_MARK_FIRST = re.compile(r"^(\d{1,2})[.)]\s+(?=[^\W\d])")
+_LIST_MARK_LAST = re.compile(r",\s*(\d{1,2})[.)]$")
 # Where a sentence ends: its closing mark, then a space (or the end of the text);
 # not a title's ("Dr. Lee"), an abbreviation's before lower case ("9 a.m. on"), or
 # "No." before a figure.
@@ -112,13 +113,22 @@ _DOTTED = re.compile(r"\b([a-z]\.){2,}$", re.I)
 ECHO_MIN_WORDS = 3
 
 
-def without_list_marks(clause: str) -> str:
-    """`clause` without a list's numbering ("" when it was nothing else)."""
+def without_list_marks(clause: str, next_mark: int | None = None) -> tuple[str, int | None]:
+    """`clause` without a list's numbering ("" when it was nothing else), and the
+    number the list's next mark would have (None: no list begun). `next_mark`: that
+    number before this clause."""
     text = clause.strip()
-    if _LIST_MARK_ALONE.match(text):
-        return ""
-    text = _LIST_MARK_FIRST.sub("", text)
-    return _LIST_MARK_LAST.sub(".", text)
+    alone = _LIST_MARK_ALONE.match(text)
+    if alone:
+        return "", int(alone.group(1)) + 1
+    first = _LIST_MARK_FIRST.match(text)
+    if first:
+        next_mark = int(first.group(1)) + 1
+        text = text[first.end() :]
+    last = _LIST_MARK_LAST.search(text)
+    if last and next_mark is not None and int(last.group(1)) == next_mark:
+        return text[: last.start()] + ".", next_mark + 1
+    return text, next_mark
 
 
 def sentence_ends(text: str) -> list[int]:
@@ -182,11 +192,12 @@ class ReplyGuard:
         self._spoken: list[str] = []
         self._spoken_text: list[str] = []
         self._spoken_words: list[str] = []
+        self._list_next: int | None = None  # a numbered list's next mark, once begun
         self.reason = ""  # set once the guard has cut the reply
 
     def check(self, clause: str) -> Verdict:
         s = self.settings
-        clause = without_list_marks(clause)
+        clause, self._list_next = without_list_marks(clause, self._list_next)
         if not clause:
             return Verdict(Action.SPEAK, "")  # a list's "1.": nothing to say, and no sentence
         words = _words(clause)

@@ -12,6 +12,10 @@ reply passes when it:
   (`knows_numbers=False`: about the business, the weather, the caller's order),
 - and is relevant (`relevant` matches) or, where that is fair
   (`honest_ok`), honest: it says it does not know or cannot do it.
+
+In a call of several turns (`bench.conversation --per-call N`) the agent's last
+words may be another line than the greeting: a request to repeat is also
+relevant when its reply says that line again, whole (`conversation.said_again`).
 """
 
 from __future__ import annotations

@@ -70,7 +70,24 @@ def sentences_in(text: str) -> int:
     return len(parts)
 
 
-def grade(turn: ChatTurn, reply: str, first_token_ms: float | None = None) -> Graded:
+def said_again(turn: ChatTurn, reply: str, said_before: str) -> bool:
+    """A request to repeat answered with the agent's own last words, said again.
+    The rubrics were written for a fresh call, where those words are the greeting;
+    in a call they may be any earlier line (`--per-call`)."""
+    before = " ".join(re.findall(r"\w+", said_before.lower()))
+    return (
+        turn.kind == "repeat"
+        and bool(before)
+        and before in " ".join(re.findall(r"\w+", reply.lower()))
+    )
+
+
+def grade(
+    turn: ChatTurn,
+    reply: str,
+    first_token_ms: float | None = None,
+    said_before: str = GREETING,
+) -> Graded:
     from voiceapp.engine.guard import numbers_in
 
     about_languages = bool(LANGUAGE_TALK.search(reply)) and not LANGUAGE_TALK.search(turn.text)
@@ -80,7 +97,7 @@ def grade(turn: ChatTurn, reply: str, first_token_ms: float | None = None) -> Gr
         if turn.knows_numbers
         else sorted(numbers_in(reply) - numbers_in(turn.text) - numbers_in(GREETING))
     )
-    relevant = turn.relevant_in(reply)
+    relevant = turn.relevant_in(reply) or said_again(turn, reply, said_before)
     honest = turn.honest_ok and bool(HONEST.search(reply))
     ok = (
         bool(reply.strip())
@@ -136,10 +153,19 @@ def default_persona_config() -> Any:
     from sessions.realtime.actions import BUILT_IN, TAKE_MESSAGE
     from voiceapp.engine.call import CallConfig
     from voiceapp.engine.models import default_voice
+    from voiceapp.personas.models import Persona
     from voiceapp.personas.services import DEFAULT_INSTRUCTIONS
 
     # the default persona takes messages (persona_create_default): its decline offers one
     actions = (BUILT_IN[TAKE_MESSAGE],)
+    # and answers general questions as a new persona does (an engine before the
+    # setting, run with --baseline-ref, has neither the field nor the option)
+    fields = {f.name: f for f in Persona._meta.get_fields()}
+    general = (
+        {"general_questions": fields["general_questions"].default}
+        if "general_questions" in fields
+        else {}
+    )
     return CallConfig(
         voice=default_voice(),
         instructions=DEFAULT_INSTRUCTIONS,
@@ -147,6 +173,7 @@ def default_persona_config() -> Any:
         llm=persona_llm(tools=actions),
         speak=False,
         speculative=False,
+        **general,
     )
 
 
@@ -188,10 +215,12 @@ async def run_turns(
         for start in range(0, len(turns), per_call):
             call = VoiceCall(config, models, vad)
             call.add_message("assistant", GREETING)
+            said = GREETING
             try:
                 for turn in turns[start : start + per_call]:
                     reply, first = await answer(call, turn.text)
-                    graded.append(grade(turn, reply, first))
+                    graded.append(grade(turn, reply, first, said))
+                    said = reply or said
             finally:
                 await call.close()
     return graded

@@ -43,3 +43,16 @@ def test_more_than_three_sentences_fail() -> None:
 
 def test_an_empty_reply_fails() -> None:
     assert not grade(SATURDAY, "").ok
+
+
+def test_a_request_to_repeat_is_answered_by_the_agents_last_words_said_again() -> None:
+    what = next(turn for turn in TURNS if turn.text == "What did you just say?")
+    goodbye = "Goodbye, and thank you for calling."
+    # in a fresh call the last words are the greeting; in a call, its last line
+    assert grade(what, "Sure. Hi! How can I help you today?").ok
+    assert grade(what, "Sure. Goodbye, and thank you for calling.", said_before=goodbye).ok
+    # another line, or part of the last one, is not the same words again
+    assert not grade(what, "Goodbye.", said_before=goodbye).ok
+    assert not grade(what, "Sure. Thanks for calling.", said_before=goodbye).ok
+    # only a request to repeat is answered so
+    assert not grade(SATURDAY, f"Sure. {goodbye}", said_before=goodbye).relevant

@@ -32,6 +32,7 @@ from voiceapp.engine.planner import (
     CANNOT_CHECK,
     GOODBYE,
     HEARD,
+    NO_GENERAL,
     NOT_A_PERSON,
     WELCOME,
     WELL,
@@ -50,7 +51,7 @@ def written_lines() -> list[str]:
     from voiceapp.personas.services import DEFAULT_GREETING
 
     lines = [DEFAULT_GREETING, DEFAULT_DECLINE, NO_PERSON, CANNOT_CHECK, NOT_A_PERSON]
-    lines += [HEARD, WELCOME, GOODBYE, CALM, WELL]
+    lines += [HEARD, WELCOME, GOODBYE, CALM, WELL, NO_GENERAL]
     return lines + [fact.answer for fact in FACTS]
 
 

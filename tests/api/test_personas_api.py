@@ -222,6 +222,20 @@ def test_asr_model_is_a_persona_setting(api: Api) -> None:
     assert Persona.objects.get(pk=persona_id).asr_model == "base"
 
 
+def test_general_questions_are_a_persona_setting(api: Api) -> None:
+    # given the default persona: it declines general knowledge on the embedded model
+    persona_id = api.get("personas/").json()[0]["id"]
+    assert api.get(f"personas/{persona_id}/").json()["general_questions"] is False
+    # when a quiz host turns them on, it is kept
+    patched = api.patch(f"personas/{persona_id}/", {"general_questions": True})
+    assert patched.status_code == 200 and patched.json()["general_questions"] is True
+    assert Persona.objects.get(pk=persona_id).general_questions is True
+    # and a value that is not a yes or no is refused with the field named
+    refused = api.patch(f"personas/{persona_id}/", {"general_questions": "sometimes"})
+    assert refused.status_code == 400
+    assert "general_questions" in error_of(refused)["details"]
+
+
 def test_call_recording_is_a_persona_setting(api: Api) -> None:
     # given the default persona: calls are not recorded, recordings would be kept 30 days
     persona_id = api.get("personas/").json()[0]["id"]

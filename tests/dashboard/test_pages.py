@@ -121,6 +121,27 @@ def test_persona_form_sets_call_recording(tenant_a: Tenant) -> None:
     assert "Keep recordings between 1 and 3650 days." in too_long.content.decode()
 
 
+def test_persona_form_sets_general_questions(tenant_a: Tenant) -> None:
+    # given the persona form, which says what the setting does
+    voice_pk = tenant_a.org.personas.get().voice_id
+    client = tenant_a.client
+    page = client.get(reverse("dashboard:persona_create")).content.decode()
+    assert 'name="general_questions"' in page and "gets about half of them wrong" in page
+    # a persona created without it declines general questions
+    client.post(reverse("dashboard:persona_create"), persona_form(voice_pk))
+    persona = Persona.objects.get(org=tenant_a.org, slug="front-desk")
+    assert persona.general_questions is False
+
+    # when the owner ticks it, it is kept
+    edited = client.post(
+        reverse("dashboard:persona_edit", args=[persona.pk]),
+        persona_form(voice_pk, slug="front-desk", general_questions="on"),
+    )
+    assert edited.status_code == 302
+    persona.refresh_from_db()
+    assert persona.general_questions is True
+
+
 def test_persona_form_shows_validation_errors(tenant_a: Tenant) -> None:
     voice_pk = tenant_a.org.personas.get().voice_id
 

@@ -91,3 +91,40 @@ def test_live_events_and_rudeness_are_told(acts: TurnActs) -> None:
 )
 def test_the_callers_talk_about_themselves_is_the_models(acts: TurnActs, text: str) -> None:
     assert acts.classify(text) is Act.OTHER
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "What year did the Titanic sink?",
+        "How much is a kilo in pounds?",
+        "Who painted the Sistine Chapel?",
+        "What is the speed of light?",
+    ],
+)
+def test_general_knowledge_is_told_when_asked_for(acts: TurnActs, text: str) -> None:
+    assert acts.classify(text, general=True) is Act.GENERAL
+    # and is the model's otherwise
+    assert acts.classify(text) is Act.OTHER
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "How do you make pancakes?",
+        "How do I get a stain out of a shirt?",
+        "Tell me a long story about a brave little dragon.",
+        "Can you recommend a good book?",
+        "Nice to meet you!",
+        "My name is Zelda. Say hello to me.",
+    ],
+)
+def test_advice_stories_and_small_talk_are_not_general_knowledge(acts: TurnActs, text: str) -> None:
+    assert acts.classify(text, general=True) is Act.OTHER
+
+
+def test_a_question_about_the_business_stays_one_when_general_knowledge_is_told(
+    acts: TurnActs,
+) -> None:
+    assert acts.classify("How much would a full service cost me?", general=True) is Act.BUSINESS
+    assert acts.classify("Who is the owner of the bakery?", general=True) is not Act.GENERAL

@@ -18,6 +18,7 @@ from voiceapp.engine.history import History
 from voiceapp.engine.inference import LocalInference
 from voiceapp.engine.llm import HttpLLM, HttpLLMSettings, LLMOptions
 from voiceapp.engine.models import default_voice
+from voiceapp.engine.planner import NO_GENERAL
 from voiceapp.engine.prompt import DEFAULT_DECLINE, PromptBuilder
 from voiceapp.engine.response import Response
 from voiceapp.engine.speaker import ReplySpeaker, SpeakerSettings
@@ -49,6 +50,7 @@ def bakery_desk(
     route_tools: bool = False,
     turn_acts: bool = False,
     facts: bool = True,
+    general_questions: bool = True,
 ) -> Desk:
     history = History()
     inference = RecordingInference(models)
@@ -67,6 +69,7 @@ def bakery_desk(
         decline=DEFAULT_DECLINE,
         route_tools=route_tools,
         turn_acts=turn_acts,
+        general_questions=general_questions,
     )
     prompt = PromptBuilder(
         instructions=INSTRUCTIONS if facts else DEFAULT_INSTRUCTIONS,
@@ -330,3 +333,27 @@ async def test_an_agent_without_facts_repeats_itself_and_does_not_guess_about_th
     direct, response, _ = await write(desk, models, task_owner, "Tell me about the moon.")
     assert direct is False and len(desk.inference.llm) == 1
     assert response.text
+
+
+async def test_an_agent_that_declines_general_questions_says_so_without_the_llm(
+    models: LocalInference, task_owner: TaskOwner
+) -> None:
+    # given the default persona's setting: general knowledge is not the model's
+    desk = bakery_desk(models, turn_acts=True, facts=False, general_questions=False)
+    desk.history.add("assistant", "Hi! How can I help you today?")
+
+    # a general-knowledge question gets the line, as written
+    direct, response, _ = await write(desk, models, task_owner, "Who painted the Sistine Chapel?")
+    assert direct is True and desk.inference.llm == []
+    assert response.text == NO_GENERAL
+
+    # advice is still the LLM's
+    direct, response, _ = await write(desk, models, task_owner, "How do you make pancakes?")
+    assert direct is False and len(desk.inference.llm) == 1
+    assert response.text
+
+    # and with the setting on, so is general knowledge
+    answers = bakery_desk(models, turn_acts=True, facts=False, general_questions=True)
+    answers.history.add("assistant", "Hi! How can I help you today?")
+    direct, _, _ = await write(answers, models, task_owner, "Who painted the Sistine Chapel?")
+    assert direct is False and len(answers.inference.llm) == 1

@@ -37,6 +37,7 @@ def test_call_config_follows_the_persona(persona: Persona) -> None:
         temperature=0.3,
         interruptions_enabled=False,
         asr_model="base",
+        general_questions=True,
     )
     # when the engine config is built
     config = runtime.call_config_from_persona(persona, output_sample_rate=16000)
@@ -52,6 +53,14 @@ def test_call_config_follows_the_persona(persona: Persona) -> None:
     assert config.output_sample_rate == 16000
     assert config.greeting == persona.greeting
     assert config.asr_model == "base"
+    assert config.general_questions is True
+
+
+def test_a_new_persona_declines_general_questions(persona: Persona) -> None:
+    # a business's agent on the embedded model keeps to the business by default
+    assert persona.general_questions is False
+    config = runtime.call_config_from_persona(persona, output_sample_rate=24000)
+    assert config.general_questions is False
 
 
 def test_call_config_carries_the_facts_in_order(persona: Persona) -> None:

@@ -21,10 +21,15 @@ class Tenant:
     client: Client
 
 
-def persona_brief(persona: Persona, instructions: str) -> Persona:
-    """The persona with these instructions: tests that wait for replies want short ones."""
+def persona_brief(
+    persona: Persona, instructions: str, *, general_questions: bool = True
+) -> Persona:
+    """The persona with these instructions: tests that wait for replies want short ones.
+    Told it is an assistant, it answers general questions too (a business's persona
+    declines them by default)."""
     persona.instructions = instructions
-    persona.save(update_fields=["instructions"])
+    persona.general_questions = general_questions
+    persona.save(update_fields=["instructions", "general_questions"])
     return persona
 
 

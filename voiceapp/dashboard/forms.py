@@ -134,6 +134,7 @@ class PersonaForm(forms.ModelForm):
             "llm_model",
             "temperature",
             "max_reply_tokens",
+            "general_questions",
             "vad_threshold",
             "end_of_turn_silence_ms",
             "interruptions_enabled",

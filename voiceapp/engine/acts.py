@@ -19,6 +19,9 @@ therefore not the model's to answer:
   off: "No worries, I'm back on my phone");
 - **rude**: an insult or the caller's frustration: the agent apologises and
   offers help (`Act.RUDE`), where the model answered with nonsense or sarcasm.
+- **general**: general knowledge (sums, history, science, geography), for a
+  persona that declines it (`Persona.general_questions` off, the default): the
+  model got about half of such answers wrong ("the biggest planet is Neptune").
 
 All but the first are told by sentence embeddings (embedder.py): the turn's
 similarity to each kind's examples against its similarity to examples of
@@ -50,6 +53,7 @@ class Act(enum.Enum):
     THANKS = "thanks"
     GOODBYE = "goodbye"
     RUDE = "rude"
+    GENERAL = "general"  # general knowledge, for a persona that declines it
     OTHER = "other"
 
 
@@ -169,14 +173,41 @@ RUDE_EXAMPLES = (
     "What a pointless conversation.",
     "Oh, for goodness' sake.",
 )
-# Everything else a caller says: general knowledge, advice, requests to the agent,
-# small talk, questions about the agent or the call.
-OTHER_EXAMPLES = (
+# General knowledge: sums, history, science, geography. Among everything else a
+# caller says for `classify`; told from the rest for a persona that declines it.
+KNOWLEDGE_EXAMPLES = (
     "What's the tallest mountain in the world?",
     "Who painted the Mona Lisa?",
     "How many minutes are in an hour?",
     "How many grams are in a kilo?",
     "What's five times six?",
+)
+# More of it, only for telling general knowledge from the rest of `OTHER`.
+MORE_KNOWLEDGE_EXAMPLES = (
+    "Who wrote Romeo and Juliet?",
+    "Who invented the light bulb?",
+    "When did the Second World War end?",
+    "What year did the Berlin Wall come down?",
+    "What's the capital city of Japan?",
+    "Which is the longest river on Earth?",
+    "What is the largest ocean?",
+    "How many continents are there?",
+    "How far away is the moon?",
+    "Why do leaves change colour in autumn?",
+    "What's the chemical symbol for gold?",
+    "At what temperature does water boil?",
+    "What's twelve plus nine?",
+    "What's the square root of eighty-one?",
+    "What's twenty percent of fifty?",
+    "How many centimetres are in a metre?",
+    "How many ounces are in a pound?",
+    "Who was the first person to walk on the moon?",
+    "Which country has the most people?",
+    "What's the fastest animal in the world?",
+)
+# Everything else a caller says: advice, requests to the agent, small talk,
+# questions about the agent or the call (and, for `classify`, general knowledge).
+CONVERSATION_EXAMPLES = (
     "Can you tell me a funny story?",
     "Give me a tip for remembering names.",
     "How do I boil an egg?",
@@ -196,6 +227,7 @@ OTHER_EXAMPLES = (
     "Okay, one more question.",
     "Let me think for a second.",
 )
+OTHER_EXAMPLES = KNOWLEDGE_EXAMPLES + CONVERSATION_EXAMPLES
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +237,9 @@ class ActSettings:
     # "How are you?" is near much other small talk ("Nice to meet you!", "How are the
     # puppies doing?": 0.38-0.52); it is told from this (0.57-0.76 for the real ones).
     wellbeing_min: float = 0.55
+    # General knowledge, told from the rest of what the model answers (`OTHER`)
+    general_min: float = 0.30
+    general_margin: float = 0.10
     top: int = 3
 
 
@@ -226,29 +261,47 @@ class TurnActs:
             Act.RUDE: encoder.encode(RUDE_EXAMPLES),
             Act.OTHER: encoder.encode(OTHER_EXAMPLES),
         }
+        self._knowledge = encoder.encode(KNOWLEDGE_EXAMPLES + MORE_KNOWLEDGE_EXAMPLES)
+        self._conversation = encoder.encode(CONVERSATION_EXAMPLES)
 
-    def classify(self, text: str) -> Act:
-        """What `text` asks (blocking: a model runs; call it from a thread in a loop)."""
+    def classify(self, text: str, *, general: bool = False) -> Act:
+        """What `text` asks (blocking: a model runs; call it from a thread in a loop).
+        `general`: tell general knowledge (`Act.GENERAL`) from the rest of `OTHER`."""
         if asks_to_repeat(text):
             return Act.REPEAT
-        scores = self.scores(text)
+        vector = self._encoder.encode([text])[0]
+        scores = self._scores(vector)
         other = scores.pop(Act.OTHER)
         act = max(scores, key=lambda a: scores[a])
         cfg = self.settings
         if scores[act] < cfg.min_score or scores[act] < other + cfg.margin:
-            return Act.OTHER
-        if act is Act.WELLBEING and scores[act] < cfg.wellbeing_min:
-            return Act.OTHER
+            act = Act.OTHER
+        elif act is Act.WELLBEING and scores[act] < cfg.wellbeing_min:
+            act = Act.OTHER
+        if act is Act.OTHER and general and self._general(vector):
+            return Act.GENERAL
         return act
 
     def scores(self, text: str) -> dict[Act, float]:
         """The turn's closeness to each act's examples (the mean of the best few)."""
+        return self._scores(self._encoder.encode([text])[0])
+
+    def general_scores(self, text: str) -> tuple[float, float]:
+        """The turn's closeness to general knowledge and to the rest of `OTHER`."""
         vector = self._encoder.encode([text])[0]
-        k = self.settings.top
-        return {
-            act: float(np.sort(examples @ vector)[-k:].mean())
-            for act, examples in self._examples.items()
-        }
+        return self._closeness(self._knowledge, vector), self._closeness(self._conversation, vector)
+
+    def _general(self, vector: np.ndarray) -> bool:
+        knowledge = self._closeness(self._knowledge, vector)
+        rest = self._closeness(self._conversation, vector)
+        cfg = self.settings
+        return knowledge >= cfg.general_min and knowledge >= rest + cfg.general_margin
+
+    def _scores(self, vector: np.ndarray) -> dict[Act, float]:
+        return {act: self._closeness(ex, vector) for act, ex in self._examples.items()}
+
+    def _closeness(self, examples: np.ndarray, vector: np.ndarray) -> float:
+        return float(np.sort(examples @ vector)[-self.settings.top :].mean())
 
 
 _shared: TurnActs | None = None

@@ -98,6 +98,9 @@ class CallConfig:
     # request): only it is asked to read ahead (readahead.py).
     embedded_llm: bool = True
     max_sentences: int = 3
+    # The embedded model answers general knowledge (sums, history, science); False:
+    # it is declined as written (acts.py; the persona's `general_questions`).
+    general_questions: bool = True
     # The embedded model's tool choice is made by the router (router.py); False leaves
     # it to the model (the baseline of bench/tool_choice.py).
     route_tools: bool = True
@@ -732,6 +735,7 @@ def _writer_settings(config: CallConfig) -> WriterSettings:
         rule_actions=config.actions if config.direct_answers else (),
         route_tools=config.embedded_llm and config.route_tools,
         turn_acts=config.embedded_llm and config.grounding and config.direct_answers,
+        general_questions=config.general_questions,
     )
 
 

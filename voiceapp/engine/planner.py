@@ -13,8 +13,9 @@
    agent's last words again), a question about live events (it cannot check
    them), whether it is a person (it says it is a virtual assistant), whether it hears
    the caller (it does), how it is (well), thanks and goodbyes (answered in
-   kind), a rude turn (an apology and an offer of help) and, for a persona with
-   no facts, a question about the business (the decline);
+   kind), a rude turn (an apology and an offer of help), for a persona that
+   declines them, general-knowledge questions (it cannot help with those), and,
+   for a persona with no facts, a question about the business (the decline);
 5. else the LLM, with the options the steps above left.
 
 A reply that must call a tool (a named or `required` choice, or the router's)
@@ -29,6 +30,7 @@ import asyncio
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING
 
 from . import intents
@@ -48,6 +50,10 @@ CALM = "I'm sorry this has been frustrating. How can I help?"
 NOT_A_PERSON = "I'm a virtual assistant, not a person. How can I help?"
 HEARD = "Yes, I can hear you. How can I help?"
 WELL = "I'm doing well, thank you for asking. How can I help you today?"
+NO_GENERAL = (
+    "I'm sorry, I can't help with general questions on this line. "
+    "Is there anything else I can help with?"
+)
 WELCOME = "You're welcome. Is there anything else I can help with?"
 GOODBYE = "Goodbye, and thank you for calling."
 REPEATING = "Sure. "  # before the agent's last words, said again
@@ -211,7 +217,9 @@ class ReplyPlanner:
         acts = await asyncio.to_thread(self._acts)
         if acts is None:
             return None
-        act = await asyncio.to_thread(acts.classify, text)
+        act = await asyncio.to_thread(
+            partial(acts.classify, general=not settings.general_questions), text
+        )
         if act is Act.REPEAT:
             said = self._last_said(before=user_text is None)
             while said and said.startswith(REPEATING):  # asked again: the words themselves
@@ -233,6 +241,8 @@ class ReplyPlanner:
             return GOODBYE
         if act is Act.RUDE:
             return CALM
+        if act is Act.GENERAL:
+            return NO_GENERAL
         return None
 
     def _last_said(self, *, before: bool) -> str | None:

@@ -56,6 +56,9 @@ class WriterSettings:
     # Requests to repeat, and (knowing no facts) questions about the business, are
     # answered as written (acts.py), not by the small embedded model.
     turn_acts: bool = False
+    # General knowledge (sums, history, science) is the model's to answer; False:
+    # with `turn_acts`, the agent says it cannot help with general questions.
+    general_questions: bool = True
 
 
 class ReplyWriter:

@@ -214,6 +214,7 @@ def call_config_from_persona(
         embedded_llm=not own_llm,
         asr_model=persona.asr_model,
         max_sentences=LONG_REPLY_SENTENCES if long_replies else 3,
+        general_questions=bool(persona.general_questions),
     )
 
 

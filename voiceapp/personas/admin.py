@@ -150,6 +150,7 @@ class PersonaAdmin(admin.ModelAdmin):
                     "llm_model",
                     "temperature",
                     "max_reply_tokens",
+                    "general_questions",
                 )
             },
         ),

@@ -99,6 +99,7 @@ class PersonaSerializer(serializers.ModelSerializer):
             "temperature",
             "max_reply_tokens",
             "language",
+            "general_questions",
             "vad_threshold",
             "end_of_turn_silence_ms",
             "interruptions_enabled",

@@ -137,6 +137,15 @@ class Persona(models.Model):
         ],
     )
     language = models.CharField(max_length=10, default="en")
+    general_questions = models.BooleanField(
+        "answer general questions",
+        default=False,
+        help_text=(
+            "Let the agent answer general knowledge: sums, history, science, geography. "
+            "Off, the built-in model says it can't help with general questions, since it "
+            "gets about half of them wrong. A persona on your own LLM answers them either way."
+        ),
+    )
     vad_threshold = models.FloatField(
         "VAD threshold",
         default=0.5,

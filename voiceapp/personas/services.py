@@ -48,6 +48,7 @@ PERSONA_FIELDS = (
     "temperature",
     "max_reply_tokens",
     "language",
+    "general_questions",
     "vad_threshold",
     "end_of_turn_silence_ms",
     "interruptions_enabled",

@@ -286,11 +286,6 @@ class TurnActs:
         """The turn's closeness to each act's examples (the mean of the best few)."""
         return self._scores(self._encoder.encode([text])[0])
 
-    def general_scores(self, text: str) -> tuple[float, float]:
-        """The turn's closeness to general knowledge and to the rest of `OTHER`."""
-        vector = self._encoder.encode([text])[0]
-        return self._closeness(self._knowledge, vector), self._closeness(self._conversation, vector)
-
     def _general(self, vector: np.ndarray) -> bool:
         knowledge = self._closeness(self._knowledge, vector)
         rest = self._closeness(self._conversation, vector)

@@ -128,3 +128,6 @@ def test_a_question_about_the_business_stays_one_when_general_knowledge_is_told(
 ) -> None:
     assert acts.classify("How much would a full service cost me?", general=True) is Act.BUSINESS
     assert acts.classify("Who is the owner of the bakery?", general=True) is not Act.GENERAL
+    # Whisper's reading of "phone number" in a wide voice
+    misheard = "What is the full number of the pharmacy?"
+    assert acts.classify(misheard, general=True) is not Act.GENERAL

@@ -237,7 +237,8 @@ class ActSettings:
     # "How are you?" is near much other small talk ("Nice to meet you!", "How are the
     # puppies doing?": 0.38-0.52); it is told from this (0.57-0.76 for the real ones).
     wellbeing_min: float = 0.55
-    # General knowledge, told from the rest of what the model answers (`OTHER`)
+    # General knowledge, told from the rest of what the model answers (`OTHER`) and
+    # from questions about the business
     general_min: float = 0.30
     general_margin: float = 0.10
     top: int = 3
@@ -287,8 +288,14 @@ class TurnActs:
         return self._scores(self._encoder.encode([text])[0])
 
     def _general(self, vector: np.ndarray) -> bool:
+        """Closer to general knowledge than to the rest of `OTHER`, and than to the
+        business's own questions ("What is the full number of the pharmacy?", Whisper's
+        reading of "phone number", is about the business)."""
         knowledge = self._closeness(self._knowledge, vector)
-        rest = self._closeness(self._conversation, vector)
+        rest = max(
+            self._closeness(self._conversation, vector),
+            self._closeness(self._examples[Act.BUSINESS], vector),
+        )
         cfg = self.settings
         return knowledge >= cfg.general_min and knowledge >= rest + cfg.general_margin
 

@@ -154,9 +154,10 @@ def test_back_to_back_calls_at_capacity_one_are_never_refused(
         revoked_mid_call(key_of),
     ]
     # the server's own endings wait for their limit, then say a goodbye at the pace of
-    # speech (11-13 s a call): each way twice, then the quick ones up to CALLS
+    # speech (11-13 s a call): each once, between two rounds of the quick ones, then
+    # the quick ones up to CALLS
     slow: list[Way] = [go_idle, run_past_the_limit, say_goodbye]
-    ways = (quick + slow) * 2
+    ways = quick + slow + quick
     ways += [quick[n % len(quick)] for n in range(CALLS - len(ways))]
 
     async def scenario() -> tuple[list[str], list[tuple[str, float]], list[str]]:

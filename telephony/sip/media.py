@@ -125,7 +125,8 @@ def rtp_event_sender(rtp: CallSession) -> EventSend:
 
     def send(payload: bytes, timestamp: int, marker: bool) -> None:
         session = rtp.rtp_session
-        if session is None:
+        if session is None:  # the stream closed under the key: say so, it is not heard
+            log.warning("a key's telephone-event was not sent: the call's RTP stream is closed")
             return
         session._sender.send_raw(
             payload_type, payload, timestamp, marker=int(marker), addr=session._remote_addr

@@ -122,11 +122,15 @@ def rtp_event_sender(rtp: CallSession) -> EventSend:
     sender sends one packet with the stream's sequence numbers, which is what
     pacing the key needs."""
     payload_type = dtmf_payload_type(rtp)
+    warned = False
 
     def send(payload: bytes, timestamp: int, marker: bool) -> None:
+        nonlocal warned
         session = rtp.rtp_session
-        if session is None:  # the stream closed under the key: say so, it is not heard
-            log.warning("a key's telephone-event was not sent: the call's RTP stream is closed")
+        if session is None:  # the stream closed under the key: say so (once), it is not heard
+            if not warned:
+                log.warning("a key's telephone-event was not sent: the call's RTP stream is closed")
+                warned = True
             return
         session._sender.send_raw(
             payload_type, payload, timestamp, marker=int(marker), addr=session._remote_addr

@@ -161,11 +161,12 @@ async def test_an_automated_menu_is_answered_with_the_key_for_what_the_call_is_f
         output = menu_line.output
     call = await Call.objects.aget(pk=outbound.call_id)
     assert call.client_info["answered_by"] == "ivr", outbound.detail
-    items = [(i.role, i.text) async for i in call.items.order_by("at_s")]
+    rows = [i async for i in call.items.order_by("at_s")]
+    items = [(i.role, i.text) for i in rows]
     tools = [text for role, text in items if role == "tool"]
     assert tools and tools[0].startswith("press_keys"), items
     # (what the action gave back says whether the keys went out or the call ended first)
-    actions = [i.tool async for i in call.items.filter(role="tool")]
+    actions = [i.tool for i in rows if i.role == "tool"]
     assert "received event: '2' (end=1)" in output, (actions, output[-3000:])
     assert not any(f"received event: '{k}'" in output for k in "013456789*#"), output[-3000:]
     first = next(role for role, _ in items if role != "user")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -24,6 +25,8 @@ from voiceapp.tenants.models import Membership, Organization, Role, User
 from voiceapp.tenants.onboarding import organization_onboard
 from voiceapp.tenants.services import secret_key_create
 
+FLUSH_TRIES = 3
+
 
 def pytest_configure(config: pytest.Config) -> None:
     if os.environ.get("CI", "").lower() in ("1", "true"):
@@ -32,6 +35,33 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"CI must run on Postgres, not {engine}: set DATABASE_URL.")
         if not settings.REDIS_URL:
             raise pytest.UsageError("CI must run with Redis: set REDIS_URL.")
+    _flush_retries_deadlocks()
+
+
+def _flush_retries_deadlocks() -> None:
+    """A transactional test's teardown empties every table with one TRUNCATE, which
+    can deadlock with a live server's write still under way (a call's webhook
+    delivery after the test stopped waiting): Postgres then aborts the TRUNCATE and
+    the next test starts on this one's rows. The flush is tried again, as a whole,
+    once the write has gone through."""
+    from django.core.management.base import CommandError
+    from django.core.management.commands import flush
+
+    handle = flush.Command.handle
+    if getattr(handle, "retries_deadlocks", False):
+        return
+
+    def retrying(self: flush.Command, **options: Any) -> None:
+        for attempt in range(FLUSH_TRIES):
+            try:
+                return handle(self, **options)
+            except CommandError as exc:
+                if "deadlock detected" not in str(exc.__cause__) or attempt + 1 == FLUSH_TRIES:
+                    raise
+                time.sleep(0.5)
+
+    retrying.retries_deadlocks = True  # type: ignore[attr-defined]
+    flush.Command.handle = retrying  # type: ignore[method-assign]
 
 
 @pytest.fixture(autouse=True)

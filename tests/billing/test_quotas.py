@@ -24,7 +24,8 @@ from sessions.auth import AuthError, client_secret_create, grant_from_secret_key
 from sessions.consumers import RealtimeConsumer
 from sessions.models import Call
 from sessions.runner import start_realtime_session
-from tests.sessions.test_realtime_ws import of_type, raw_connect, wait_calls_ended
+from tests.sessions.test_realtime_ws import of_type, raw_connect
+from tests.support.calls import wait_calls_ended
 from tests.support.live_server import LiveServer
 from tests.support.tenants import Tenant
 from tests.support.transports import ListTransport

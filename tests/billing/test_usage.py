@@ -16,8 +16,8 @@ from tests.sessions.test_realtime_ws import (
     of_type,
     raw_connect,
     speak_until_done,
-    wait_calls_ended,
 )
+from tests.support.calls import wait_calls_ended
 from tests.support.clips import pcm24
 from tests.support.live_server import LiveServer
 from tests.support.tenants import Tenant

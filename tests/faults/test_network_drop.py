@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from sessions.models import Call, CallItem
+from tests.support.calls import wait_calls_ended
 from tests.support.faults import (
     FaultStack,
     connect,
@@ -17,7 +18,6 @@ from tests.support.faults import (
     next_of,
     say_text,
     slot_counts,
-    wait_calls_ended,
 )
 from tests.support.tenants import Tenant
 from voiceapp.personas.models import Persona

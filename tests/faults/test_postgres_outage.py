@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 
 from sessions.models import Call, CallItem, CallTurn
+from tests.support.calls import wait_calls_ended
 from tests.support.faults import (
     FaultStack,
     connect,
     events_until_done,
     next_of,
     stream_audio,
-    wait_calls_ended,
 )
 from voiceapp.personas.models import Persona
 

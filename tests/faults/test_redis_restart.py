@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from sessions.models import Call
+from tests.support.calls import wait_calls_ended
 from tests.support.faults import (
     FaultStack,
     connect,
@@ -19,7 +20,6 @@ from tests.support.faults import (
     reply_text,
     say_text,
     slot_counts,
-    wait_calls_ended,
 )
 from tests.support.tenants import Tenant
 from voiceapp.inference.capacity import RedisPoolRegistry

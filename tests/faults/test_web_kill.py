@@ -21,6 +21,7 @@ from django.core.management import call_command
 from django.test import override_settings
 
 from sessions.models import Call, CallItem
+from tests.support.calls import wait_calls_ended
 from tests.support.faults import (
     FaultStack,
     Haproxy,
@@ -29,7 +30,6 @@ from tests.support.faults import (
     reply_text,
     say_text,
     slot_counts,
-    wait_calls_ended,
 )
 from tests.support.tenants import Tenant
 from voiceapp.personas.models import Persona

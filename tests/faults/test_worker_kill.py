@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from sessions.models import Call
+from tests.support.calls import wait_calls_ended
 from tests.support.faults import (
     FaultStack,
     busiest,
@@ -22,7 +23,6 @@ from tests.support.faults import (
     reply_text,
     say_text,
     slot_counts,
-    wait_calls_ended,
 )
 from tests.support.tenants import Tenant
 from voiceapp.personas.models import Persona

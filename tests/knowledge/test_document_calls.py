@@ -17,8 +17,8 @@ from tests.sessions.test_realtime_ws import (
     of_type,
     speak_until_done,
     transcribe_pcm24,
-    wait_calls_ended,
 )
+from tests.support.calls import wait_calls_ended
 from tests.support.clips import pcm24, piper_clip
 from tests.support.live_server import LiveServer
 from voiceapp.personas.models import Persona

@@ -18,7 +18,8 @@ import websockets
 from sessions.live import RedisLiveStore
 from sessions.models import Call
 from tests.sessions.test_actions import text_event
-from tests.sessions.test_realtime_ws import next_of, raw_connect, wait_calls_ended
+from tests.sessions.test_realtime_ws import next_of, raw_connect
+from tests.support.calls import wait_calls_ended
 from tests.support.live_server import LiveServer
 from tests.support.tenants import Tenant
 from voiceapp.inference.capacity import RedisPoolRegistry

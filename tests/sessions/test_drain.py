@@ -21,7 +21,8 @@ from django.test import Client, override_settings
 
 from sessions.live import RedisLiveStore
 from tests.sessions.test_actions import text_event
-from tests.sessions.test_realtime_ws import next_of, raw_connect, wait_calls_ended
+from tests.sessions.test_realtime_ws import next_of, raw_connect
+from tests.support.calls import wait_calls_ended
 from tests.support.live_server import LiveServer
 from voiceapp.personas.models import Persona
 

@@ -19,7 +19,7 @@ from agents import function_tool
 from agents.realtime import RealtimeAgent, RealtimeRunner
 
 from sessions.models import CallItem
-from tests.sessions.test_realtime_ws import wait_calls_ended
+from tests.support.calls import wait_calls_ended
 from tests.support.live_server import LiveServer
 from voiceapp.personas.models import Persona
 

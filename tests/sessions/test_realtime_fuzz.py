@@ -42,8 +42,9 @@ from hypothesis import HealthCheck, Phase, given, seed
 from hypothesis import settings as fuzz_settings
 from hypothesis import strategies as st
 
-from tests.sessions.test_realtime_ws import wait_calls_ended
+from tests.support.calls import wait_calls_ended
 from tests.support.live_server import LiveServer
+from tests.support.loops import close_loop
 from tests.support.tenants import Tenant
 from voiceapp.personas.models import Persona
 from voiceapp.tenants.services import secret_key_create
@@ -644,7 +645,7 @@ def test_fuzzed_events_never_crash_the_session(
         # then a caller on a new socket still gets its question transcribed and answered
         turn = loop.run_until_complete(spoken_turn(voice_server, fresh_key(make_tenant), speech))
     finally:
-        loop.close()
+        close_loop(loop)
     wait_calls_ended()  # the server's last writes, before the teardown's flush
     total = sum(v for k, v in sent.items() if k != "speech")
     distinct = sorted({line for crash in crashes for line in crash.logged})

@@ -30,9 +30,9 @@ from tests.sessions.test_realtime_ws import (
     next_of,
     post_json,
     raw_connect,
-    wait_calls_ended,
 )
 from tests.sessions.test_runner import ListTransport, grant_for
+from tests.support.calls import wait_calls_ended
 from tests.support.live_server import LiveServer
 from tests.support.tenants import Tenant
 from voiceapp.personas.models import Persona

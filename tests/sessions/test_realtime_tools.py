@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from openai import AsyncOpenAI
 
-from tests.sessions.test_realtime_ws import events_until, of_type, wait_calls_ended
+from tests.sessions.test_realtime_ws import events_until, of_type
+from tests.support.calls import wait_calls_ended
 from tests.support.live_server import LiveServer
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.timeout(240)]

@@ -21,6 +21,7 @@ from django.urls import reverse
 from openai import AsyncOpenAI
 
 from sessions.models import Call, CallItem, CallTurn
+from tests.support.calls import wait_calls_ended
 from tests.support.live_server import LiveServer
 from tests.support.tenants import Tenant, persona_brief
 from voiceapp.engine.audio import resample
@@ -83,15 +84,6 @@ async def speak_until_done(conn: Any, audio: bytes, **stream: Any) -> list[dict[
         return await events_until(conn, lambda e: e["type"] == "response.done")
     finally:
         sender.cancel()
-
-
-def wait_calls_ended(timeout_s: float = 15) -> None:
-    """The server writes the end of a call after the socket closes: wait for it,
-    so the test's teardown does not race the server's last writes."""
-    deadline = time.monotonic() + timeout_s
-    while Call.objects.filter(ended_at=None).exists():
-        assert time.monotonic() < deadline, "a call was not closed after hang-up"
-        time.sleep(0.1)
 
 
 def post_json(url: str, body: Any, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:

@@ -16,8 +16,8 @@ from tests.sessions.test_realtime_ws import (
     raw_connect,
     stream_audio,
     transcribe_pcm24,
-    wait_calls_ended,
 )
+from tests.support.calls import wait_calls_ended
 from tests.support.live_server import LiveServer
 from tests.support.recordings import decode
 from tests.support.tenants import Tenant

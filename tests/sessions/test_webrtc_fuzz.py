@@ -39,6 +39,7 @@ from sessions import webrtc
 from sessions.auth import client_secret_create
 from sessions.models import ClientSecret
 from tests.sessions.test_webrtc import asgi
+from tests.support.loops import close_loop, drain
 from voiceapp.personas.models import Persona
 from voiceapp.tenants.services import token_hash
 
@@ -152,8 +153,9 @@ def loop() -> Iterator[asyncio.AbstractEventLoop]:
     """One event loop for every example; its DB connections are closed after."""
     loop = asyncio.new_event_loop()
     yield loop
+    drain(loop)  # what the test's calls left running writes its last, then connections close
     loop.run_until_complete(sync_to_async(connections.close_all)())
-    loop.close()
+    close_loop(loop)
 
 
 def test_mutated_offers_are_never_a_server_error(

@@ -3,6 +3,7 @@ moved to a chosen time (the services stamp the current time)."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
@@ -71,3 +72,24 @@ def make_call(
         Call.objects.filter(pk=call.pk).update(started_at=started_at, last_seen_at=started_at)
     call.refresh_from_db()
     return call
+
+
+def wait_calls_ended(timeout_s: float = 20) -> None:
+    """Wait for a live server's last writes of its calls, so that a test's teardown
+    (which empties every table) does not race them: each call's end, written after
+    its socket closes (later, after a database outage), then its analysis, written
+    once the end is committed. A flush that meets a write still under way can
+    deadlock with it and leave rows to the next test."""
+    from sessions.models import CallAnalysis
+
+    deadline = time.monotonic() + timeout_s
+    while open_calls := list(Call.objects.filter(ended_at=None).values_list("pk", flat=True)):
+        assert time.monotonic() < deadline, f"calls not ended after hang-up: {open_calls}"
+        time.sleep(0.1)
+    while unanalysed := list(
+        Call.objects.exclude(pk__in=CallAnalysis.objects.values("call_id")).values_list(
+            "pk", flat=True
+        )
+    ):
+        assert time.monotonic() < deadline, f"ended calls without their analysis: {unanalysed}"
+        time.sleep(0.1)

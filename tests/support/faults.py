@@ -440,14 +440,3 @@ async def slot_counts(stack: FaultStack, org_id: int) -> tuple[int, int]:
         return await store.active(org_id=org_id), await store.pool_active()
     finally:
         await store.aclose()
-
-
-def wait_calls_ended(timeout_s: float = 20) -> None:
-    """The server writes a call's end after its socket closes (later, after a
-    database outage): wait for it."""
-    from sessions.models import Call
-
-    deadline = time.monotonic() + timeout_s
-    while Call.objects.filter(ended_at=None).exists():
-        assert time.monotonic() < deadline, "a call was not ended"
-        time.sleep(0.1)

@@ -40,6 +40,7 @@ from voiceapp.engine.audio import resample
 from voiceapp.engine.call import CallConfig, VoiceCall
 from voiceapp.engine.frames import ResponseDone, TranscriptFailed, TranscriptFinal
 from voiceapp.engine.inference import AudioChunk, LocalInference, Stream, TokenStream
+from voiceapp.engine.listener import PAUSE_READ_MS
 from voiceapp.engine.llm import LLMOptions, Message
 from voiceapp.engine.models import ModelSettings, default_voice, load_inference
 from voiceapp.engine.tts import VoiceSpec
@@ -99,10 +100,11 @@ class RecordingInference:
         return await self.inner.end_of_turn(text, previous_reply)
 
 
-def live_config(asr_model: str) -> CallConfig:
+def live_config(asr_model: str, pause_read_ms: int = PAUSE_READ_MS) -> CallConfig:
     """The bench persona's turn-taking (as bench/latency.py) and short spoken replies."""
     return CallConfig(
         asr_model=asr_model,
+        pause_read_ms=pause_read_ms,
         voice=default_voice(),
         instructions=INSTRUCTIONS,
         llm=LLMOptions(max_tokens=40, temperature=0.0),
@@ -127,11 +129,16 @@ def offline(models: LocalInference, model_path: str, clips: list[WerClip]) -> di
 
 
 async def live(
-    models: LocalInference, vad: SileroModel, clips: list[WerClip], seed: int, asr_model: str
+    models: LocalInference,
+    vad: SileroModel,
+    clips: list[WerClip],
+    seed: int,
+    asr_model: str,
+    pause_read_ms: int = PAUSE_READ_MS,
 ) -> dict[str, Any]:
     """One long call: each clip in turn at real-time pace, the agent answering aloud."""
     recorder = RecordingInference(models)
-    call = VoiceCall(live_config(asr_model), recorder, vad)
+    call = VoiceCall(live_config(asr_model, pause_read_ms), recorder, vad)
     frames: asyncio.Queue[Any] = asyncio.Queue()
 
     async def read() -> None:
@@ -316,7 +323,16 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     runs = []
     for p in range(args.passes):
         print(f"live, one call, pass {p + 1} ...", flush=True)
-        runs.append(await live(models, vad, clips, seed=1000 * p, asr_model=args.model))
+        runs.append(
+            await live(
+                models,
+                vad,
+                clips,
+                seed=1000 * p,
+                asr_model=args.model,
+                pause_read_ms=args.pause_read_ms,
+            )
+        )
         modes[f"live_{p + 1}"] = runs[-1]["texts"]
     models.close()
     if args.ws:
@@ -342,6 +358,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             "load_avg_at_end": os.getloadavg(),
         },
         "asr_model": args.model,
+        "pause_read_ms": args.pause_read_ms,
         "clips": [{"name": c.name, "voice": c.voice, "text": c.text} for c in clips],
         "summary": summary,
         "transcripts": modes,
@@ -357,6 +374,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", default=DEFAULT_ASR_MODEL, choices=ASR_MODELS, help="ASR model")
     parser.add_argument("--passes", type=int, default=1, help="live calls over all clips")
     parser.add_argument("--only", default="", help="comma-separated clip names")
+    parser.add_argument(
+        "--pause-read-ms",
+        type=int,
+        default=PAUSE_READ_MS,
+        help="a pause inside a turn is read this long at most; 0 reads it whole",
+    )
     parser.add_argument(
         "--ws", action="store_true", help="also one call through /v1/realtime (openai SDK)"
     )

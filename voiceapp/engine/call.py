@@ -48,7 +48,7 @@ from .frames import Frame, ResponseStarted, ResponseStatus, TranscriptFailed, Tr
 from .history import History
 from .inference import Inference, InferenceError
 from .knowledge import Fact
-from .listener import Listener, ListenerSettings, failed_transcript
+from .listener import PAUSE_READ_MS, Listener, ListenerSettings, failed_transcript
 from .llm import LLMOptions, Message
 from .prompt import DEFAULT_DECLINE, DEFAULT_REPLY_HINT, MESSAGE_DECLINE, PromptBuilder
 from .readahead import ReadAhead, ReadAheadSettings
@@ -131,6 +131,8 @@ class CallConfig:
     # the LLM's KV cache of it) stays the same for many turns instead of shifting each turn.
     history_budget_chars: int = 2000
     max_utterance_s: float = 30.0
+    # A pause inside a turn is read by the ASR as this long at most; 0 reads it whole.
+    pause_read_ms: int = PAUSE_READ_MS
     asr_model: str = DEFAULT_ASR_MODEL  # a packaged Whisper by name (asr.ASR_MODELS)
 
     @property
@@ -672,6 +674,7 @@ def _listener_settings(config: CallConfig) -> ListenerSettings:
         partial_interval_ms=config.partial_interval_ms,
         prefix_padding_ms=config.prefix_padding_ms,
         max_utterance_s=config.max_utterance_s,
+        pause_read_ms=config.pause_read_ms,
     )
 
 

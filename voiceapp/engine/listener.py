@@ -56,6 +56,12 @@ RESPECULATE_AFTER_MS = 300  # more silence before an "unfinished" pause is trans
 # turn so far (and `partial_interval_ms`): a 7 s question got 11 readings (32 s of
 # audio read) where it got 19-22 (70-85 s) every 300 ms.
 CAPTION_GROWTH = 0.25
+# A pause inside a turn is read by the ASR as this long at most: half of it after the
+# words before, half before the words after. tiny.en reads a turn with a long pause
+# in it by chance: "What is the capital ... of Italy?" (0.7 s) lost "of Italy" at 6
+# of 30 start offsets 4 ms apart, and at none with the pause cut to 256 ms
+# (docs/QUALITY.md, "A pause inside a turn").
+PAUSE_READ_MS = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +72,7 @@ class ListenerSettings:
     partial_interval_ms: int = 300  # 0 turns partial transcripts off
     prefix_padding_ms: int = 300
     max_utterance_s: float = 30.0
+    pause_read_ms: int = PAUSE_READ_MS  # 0: a pause inside a turn is read whole
 
 
 class ListenerHooks(Protocol):
@@ -125,6 +132,7 @@ class Listener:
         self._pending16 = np.zeros(0, dtype=np.float32)
         self._recent = np.zeros(0, dtype=np.float32)  # last prefix_padding_ms, for turn starts
         self._utterance: list[np.ndarray] = []
+        self._utterance_quiet: list[bool] = []  # per piece of the utterance: clearly no speech
         self._utterance_samples = 0
         self.item_id: str | None = None
         self._speech_start_ms = 0
@@ -166,6 +174,7 @@ class Listener:
         turns = self.settings.turns
         if self._detector.state is not TurnState.IDLE:
             self._utterance.append(chunk)
+            self._utterance_quiet.append(prob < quiet_below(turns.threshold))
             self._utterance_samples += len(chunk)
         else:
             keep = int(self.settings.prefix_padding_ms * VAD_RATE / 1000)
@@ -173,7 +182,7 @@ class Listener:
             self._recent = np.concatenate([self._recent, chunk])[-keep:]
         if prob >= turns.threshold:
             self.last_voiced_at = now
-        if prob >= max(0.2, turns.threshold - 0.3):
+        if prob >= quiet_below(turns.threshold):
             self._last_sound_chunk = self._chunks
         self._hooks.heard(prob)
         for event in self._detector.push(prob):
@@ -189,6 +198,7 @@ class Listener:
             self._speech_start_ms = event.audio_ms
             # The detected speech and its prefix padding are in the recent-audio buffer.
             self._utterance = [self._recent.copy()]
+            self._utterance_quiet = [False]
             self._utterance_samples = len(self._recent)
             self._recent = np.zeros(0, dtype=np.float32)
             self._partial_at_samples = 0
@@ -229,6 +239,7 @@ class Listener:
 
     def _reset_utterance(self) -> None:
         self._utterance = []
+        self._utterance_quiet = []
         self._utterance_samples = 0
         self.item_id = None
         self.announced = False
@@ -237,8 +248,13 @@ class Listener:
             self._partial_task = None
 
     def utterance_audio(self) -> np.ndarray:
-        """The turn so far at 16 kHz, its prefix padding included (at most max_utterance_s)."""
-        audio = np.concatenate(self._utterance) if self._utterance else np.zeros(0, np.float32)
+        """The turn so far at 16 kHz, as the ASR reads it: its prefix padding included,
+        each pause between its words cut to `PAUSE_READ_MS`, at most max_utterance_s."""
+        pieces = self._utterance
+        if self.settings.pause_read_ms > 0:
+            keep = max(2, self.settings.pause_read_ms * VAD_RATE // 1000 // CHUNK_SAMPLES)
+            pieces = shorten_pauses(pieces, self._utterance_quiet, keep)
+        audio = np.concatenate(pieces) if pieces else np.zeros(0, np.float32)
         return audio[-int(self.settings.max_utterance_s * VAD_RATE) :]
 
     # ----- speculation timing --------------------------------------------------
@@ -422,6 +438,29 @@ class Listener:
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         return self._tasks.spawn(coro)
+
+
+def quiet_below(threshold: float) -> float:
+    """The VAD probability under which a chunk clearly holds no speech (not even faint)."""
+    return max(0.2, threshold - 0.3)
+
+
+def shorten_pauses(pieces: list[np.ndarray], quiet: list[bool], keep: int) -> list[np.ndarray]:
+    """`pieces` with each run of more than `keep` quiet ones between sounds cut to `keep`:
+    the first half of the run and its last half stay. A quiet run at the end (the
+    pause that may end the turn) is kept whole."""
+    out: list[np.ndarray] = []
+    run: list[np.ndarray] = []
+    for piece, is_quiet in zip(pieces, quiet, strict=True):
+        if is_quiet:
+            run.append(piece)
+            continue
+        if len(run) > keep:
+            run = run[: keep // 2] + run[len(run) - (keep - keep // 2) :]
+        out += run
+        out.append(piece)
+        run = []
+    return out + run
 
 
 def failed_transcript(item_id: str, result: Transcript) -> TranscriptFailed:

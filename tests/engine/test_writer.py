@@ -28,6 +28,7 @@ from voiceapp.engine.tracing import TurnTrace
 from voiceapp.engine.writer import ReplyWriter, WriterSettings
 from voiceapp.personas.services import DEFAULT_INSTRUCTIONS
 
+READ_AHEAD_S = 0.05  # how long the test's read-ahead reads before a request goes out
 SATURDAY = "On Saturday we open at 8 am and close at 2 pm. We are closed on Sundays."
 
 
@@ -58,6 +59,7 @@ def bakery_desk(
 
     async def before_llm() -> None:
         waited.append("read ahead")
+        await asyncio.sleep(READ_AHEAD_S)  # the call's read-ahead, still reading
 
     config = fast_config()
     settings = WriterSettings(
@@ -148,7 +150,11 @@ async def test_a_reply_the_llm_writes_reaches_the_speech_and_reports_its_tokens(
     tokens = "".join(f.text for f in frames if isinstance(f, LLMToken))
     said = " ".join(f.text for f in frames if isinstance(f, TextClause))
     assert tokens == response.text == said
-    assert response.trace.marks.keys() >= {"llm_start", "llm_first_token", "first_clause"}
+    marks = response.trace.marks
+    assert marks.keys() >= {"llm_start", "llm_request", "llm_first_token", "first_clause"}
+    # the request went out after the read ahead it waited for, and before its first token
+    assert marks["llm_request"] - marks["llm_start"] >= READ_AHEAD_S
+    assert marks["llm_request"] <= marks["llm_first_token"]
 
 
 async def test_a_question_no_fact_answers_is_declined_as_written(

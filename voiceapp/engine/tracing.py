@@ -29,7 +29,9 @@ class TurnTrace:
     """Marks (seconds on a monotonic clock) of one turn and the spans derived from them.
 
     Marks: speech_end (last voiced audio), end_of_turn, asr_start, asr_end,
-    llm_start, llm_first_token, first_clause, tts_start, tts_first_audio,
+    llm_start, llm_request (sent, once the call's read-ahead has ended: what a
+    reply waits for it is in `timeline()` only), llm_first_token, first_clause,
+    tts_start, tts_first_audio,
     tool_call (a reply's call of a tool), first_audio_sent. `llm_queue_ms` and
     `asr_queue_ms` are reported by whoever queued the request; `asr_reads` is how
     many readings the transcript took (2: the full window read it again). Those two

@@ -144,6 +144,7 @@ class ReplyWriter:
                 source = _once(direct)
             else:
                 await self._before_llm()
+                trace.mark("llm_request")  # after the call's read-ahead, if it was still reading
                 stream = self._inference.generate(messages, replace(options, session=self._session))
                 source = stream
             async for delta in source:

@@ -395,6 +395,10 @@ ASR_REPLICAS = env.int("ASR_REPLICAS", default=2)
 # the cores to the turns that are waiting for an answer. -1: they share the
 # replicas above (still on their own queue).
 ASR_CAPTION_NICE = env.int("ASR_CAPTION_NICE", default=10)
+# A pause between a turn's words is read by the ASR as this long at most (ms); 0 reads
+# it whole. tiny.en dropped the words after a long pause far less often with 256
+# (docs/QUALITY.md, "A pause inside a turn").
+ASR_PAUSE_READ_MS = env.int("ASR_PAUSE_READ_MS", default=256)
 LLM_MODEL_PATH = env.str("LLM_MODEL_PATH", default="")
 # Token generation on one core leaves the other to TTS of the first clause. Alone,
 # SmolLM2-135M writes a token in about 10 ms with 2 threads and 18 with 1, but in a

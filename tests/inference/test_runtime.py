@@ -90,6 +90,16 @@ def test_replies_are_kept_short_unless_the_persona_was_given_a_longer_budget(
     assert runtime.call_config_from_persona(longer).max_sentences > 100
 
 
+def test_the_pause_a_turn_is_read_with_is_the_operators_setting(
+    persona: Persona, settings: Any
+) -> None:
+    # by default a pause between a turn's words is read as 256 ms at most
+    assert runtime.call_config_from_persona(persona).pause_read_ms == 256
+    # and ASR_PAUSE_READ_MS=0 has every pause read whole
+    settings.ASR_PAUSE_READ_MS = 0
+    assert runtime.call_config_from_persona(persona).pause_read_ms == 0
+
+
 async def test_embedded_worker_serves_the_in_memory_layer(
     settings: Any, monkeypatch: pytest.MonkeyPatch, models: LocalInference, clips: dict[str, Clip]
 ) -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from dataclasses import dataclass, replace
+from typing import Any
 
 import pytest
 
@@ -16,7 +18,7 @@ from tests.support.llm_server import scripted_sse_server
 from voiceapp.engine.frames import Frame, LLMToken, TextClause, ToolCallMade
 from voiceapp.engine.history import History
 from voiceapp.engine.inference import LocalInference
-from voiceapp.engine.llm import HttpLLM, HttpLLMSettings, LLMOptions
+from voiceapp.engine.llm import HttpLLM, HttpLLMSettings, LLMOptions, PromptUsage
 from voiceapp.engine.models import default_voice
 from voiceapp.engine.planner import NO_GENERAL
 from voiceapp.engine.prompt import DEFAULT_DECLINE, PromptBuilder
@@ -25,7 +27,7 @@ from voiceapp.engine.speaker import ReplySpeaker, SpeakerSettings
 from voiceapp.engine.tasks import TaskOwner
 from voiceapp.engine.tools import ToolCall, ToolSpec
 from voiceapp.engine.tracing import TurnTrace
-from voiceapp.engine.writer import ReplyWriter, WriterSettings
+from voiceapp.engine.writer import ReplyWriter, WriterSettings, begins
 from voiceapp.personas.services import DEFAULT_INSTRUCTIONS
 
 READ_AHEAD_S = 0.05  # how long the test's read-ahead reads before a request goes out
@@ -155,6 +157,74 @@ async def test_a_reply_the_llm_writes_reaches_the_speech_and_reports_its_tokens(
     # the request went out after the read ahead it waited for, and before its first token
     assert marks["llm_request"] - marks["llm_start"] >= READ_AHEAD_S
     assert marks["llm_request"] <= marks["llm_first_token"]
+
+
+class Written:
+    """The real models, but the LLM writes `text`, a word at a time."""
+
+    def __init__(self, inner: LocalInference, text: str) -> None:
+        self.inner = inner
+        self.text = text
+
+    def generate(self, messages: Any, options: LLMOptions) -> Any:
+        return WordStream(self.text)
+
+    def synthesize(self, text: str, voice: Any, *, background: bool = False) -> Any:
+        return self.inner.synthesize(text, voice, background=background)
+
+
+class WordStream:
+    def __init__(self, text: str) -> None:
+        self._words = iter(re.findall(r"\s*\S+", text))
+        self.usage = PromptUsage(input_tokens=50, cached_tokens=40)
+        self.queue_ms = 0.0
+
+    def __aiter__(self) -> WordStream:
+        return self
+
+    async def __anext__(self) -> str:
+        await asyncio.sleep(0)
+        try:
+            return next(self._words)
+        except StopIteration:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("written", "said", "rewritten"),
+    [
+        # the guard put the decline in place of another language: the LLM's context
+        # holds the French, the history the decline
+        ("Oui, nous avons le pain et les croissants pour vous.", DEFAULT_DECLINE, True),
+        # kept to three sentences: what is said is the start of what was written
+        (
+            "We open at eight. We close at six. We bake every day. Come early.",
+            "We open at eight. We close at six. We bake every day.",
+            False,
+        ),
+    ],
+)
+async def test_a_reply_the_guard_rewrote_is_read_ahead_like_a_direct_one(
+    models: LocalInference, task_owner: TaskOwner, written: str, said: str, rewritten: bool
+) -> None:
+    # given an agent whose LLM writes `written`
+    desk = bakery_desk(Written(models, written), facts=False)  # type: ignore[arg-type]
+    desk.history.add("assistant", "Hello, this is the bakery.")
+    # when it answers
+    unread, response, _ = await write(desk, models, task_owner, "Tell me something.")
+    # then the reply is what the guard let through, and the call is told to have the
+    # LLM read it while it plays exactly when its context does not hold it
+    assert response.text == said
+    assert unread is rewritten
+
+
+def test_a_reply_begins_what_was_written_spaces_aside() -> None:
+    assert begins("Yes.  We open\nat eight. Bye.", "Yes. We open at eight.")
+    assert not begins("Oui, nous ouvrons.", DEFAULT_DECLINE)
+    assert begins("Anything.", "")
 
 
 async def test_a_question_no_fact_answers_is_declined_as_written(
@@ -361,5 +431,5 @@ async def test_an_agent_that_declines_general_questions_says_so_without_the_llm(
     # and with the setting on, so is general knowledge
     answers = bakery_desk(models, turn_acts=True, facts=False, general_questions=True)
     answers.history.add("assistant", "Hi! How can I help you today?")
-    direct, _, _ = await write(answers, models, task_owner, "Who painted the Sistine Chapel?")
-    assert direct is False and len(answers.inference.llm) == 1
+    _, said, _ = await write(answers, models, task_owner, "Who painted the Sistine Chapel?")
+    assert len(answers.inference.llm) == 1 and said.text and said.text != NO_GENERAL

@@ -13,7 +13,9 @@ once a reply goes into the history); `ReadAhead` knows *what* is read:
   (300-700 ms of first token on a 2-core CPU otherwise, against 100-200 ms for
   later turns), a history just trimmed (trimming changes the prompt's prefix:
   about 1 s to read again for a 2000-character history), and a reply that never
-  went through the LLM (a fact spoken as written, a greeting).
+  went through the LLM (a fact spoken as written, a greeting) or that the reply
+  guard rewrote (a decline in place of what the LLM wrote: read on the next turn's
+  path, its 10-25 tokens cost 100-300 ms of first token).
 
 Only the embedded LLM reads ahead (the opening prompt, a trimmed history): a
 persona's own endpoint would bill the tenant for every read. A read's tokens are
@@ -106,9 +108,10 @@ class ReadAhead:
         The scorer reads the reply. A history near its budget is trimmed now, with a
         quarter of the budget to spare, rather than when the next turn no longer
         fits; the LLM then reads the trimmed prompt with the reply. It also reads it
-        when the reply is `direct` (a fact spoken as written, a greeting) and the
-        call answers with facts as written: without that, the next turn would read
-        those words first. An LLM read started before is cancelled. Only the
+        when the reply is `direct` (words the LLM's context does not hold: a fact
+        spoken as written, a greeting, a reply the guard rewrote) and the call
+        answers with facts as written: without that, the next turn would read those
+        words first. An LLM read started before is cancelled. Only the
         embedded LLM reads; the history is trimmed either way.
         """
         self._scored_reply = reply

@@ -114,7 +114,10 @@ class ReplyWriter:
         user_text: str | None = None,
     ) -> bool:
         """Write the reply to the history (and `user_text`, a turn not in it yet) into
-        `speech`, which the caller ends. True: it was a direct answer. Raises
+        `speech`, which the caller ends. True: the LLM's context does not hold the
+        reply as it goes into the history, so the call has it read while the reply
+        plays: a direct answer (never written by the LLM), or a reply the guard
+        rewrote (a decline in place of other words, a clause dropped mid-way). Raises
         `InferenceError` when the LLM fails; what was said by then stands."""
         cfg = self.settings
         # the caller's words are read against the facts once, for the prompt and the answer
@@ -183,7 +186,8 @@ class ReplyWriter:
             response.aside = response.aside or options.backend == "local"
         if guard.reason:
             log.info("response %s cut by the reply guard: %s", response.id, guard.reason)
-        return direct is not None
+        rewritten = stream is not None and not begins(raw, response.text)
+        return direct is not None or rewritten
 
     def _guard(self, messages: list[Message], *, extra: str = "") -> ReplyGuard:
         """The reply's guard: numbers it may state are those its prompt (or `extra`,
@@ -228,6 +232,12 @@ class ReplyWriter:
             response.emit(LLMToken(response.id, delta))
             speech.say(text)
         return verdict.action is Action.SPEAK
+
+
+def begins(written: str, said: str) -> bool:
+    """`said` (a reply as the history keeps it) is the start of what the LLM `written`,
+    spaces aside: the LLM's context then holds it, and a later prompt reuses it."""
+    return " ".join(written.split()).startswith(" ".join(said.split()))
 
 
 def _usage(prompt: PromptUsage, output_tokens: int) -> dict[str, int]:

@@ -172,9 +172,10 @@ class Listener:
         prob = self._vad.process(chunk)[0]
         self._chunks += 1
         turns = self.settings.turns
+        quiet = prob < quiet_below(turns.threshold)
         if self._detector.state is not TurnState.IDLE:
             self._utterance.append(chunk)
-            self._utterance_quiet.append(prob < quiet_below(turns.threshold))
+            self._utterance_quiet.append(quiet)
             self._utterance_samples += len(chunk)
         else:
             keep = int(self.settings.prefix_padding_ms * VAD_RATE / 1000)
@@ -182,7 +183,7 @@ class Listener:
             self._recent = np.concatenate([self._recent, chunk])[-keep:]
         if prob >= turns.threshold:
             self.last_voiced_at = now
-        if prob >= quiet_below(turns.threshold):
+        if not quiet:
             self._last_sound_chunk = self._chunks
         self._hooks.heard(prob)
         for event in self._detector.push(prob):
@@ -249,7 +250,7 @@ class Listener:
 
     def utterance_audio(self) -> np.ndarray:
         """The turn so far at 16 kHz, as the ASR reads it: its prefix padding included,
-        each pause between its words cut to `PAUSE_READ_MS`, at most max_utterance_s."""
+        each pause between its words cut to `pause_read_ms`, at most max_utterance_s."""
         pieces = self._utterance
         if self.settings.pause_read_ms > 0:
             keep = max(2, self.settings.pause_read_ms * VAD_RATE // 1000 // CHUNK_SAMPLES)

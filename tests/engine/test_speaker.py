@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import soxr
 
 from tests.support.inference import RecordingInference
 from voiceapp.engine.audio import pcm16_to_float
@@ -14,7 +15,7 @@ from voiceapp.engine.frames import ErrorFrame, Frame, ResponseDone, TextClause, 
 from voiceapp.engine.inference import Inference, InferenceError, LocalInference
 from voiceapp.engine.models import default_voice
 from voiceapp.engine.response import Response
-from voiceapp.engine.speaker import ReplySpeaker, SpeakerSettings, Speech
+from voiceapp.engine.speaker import ClauseAudio, ReplySpeaker, SpeakerSettings, Speech
 from voiceapp.engine.tasks import TaskOwner
 from voiceapp.engine.tracing import TurnTrace
 from voiceapp.engine.tts import VoiceSpec
@@ -316,3 +317,33 @@ async def test_a_clause_with_two_seconds_of_the_reply_made_ahead_is_made_in_the_
         assert recording.synthesized == list(zip(clauses, expected, strict=True))
         # and every clause was made, background or not
         assert [made > 0 for _, made in spoken.response.clauses] == [True] * 4
+
+
+def test_a_clause_made_in_pieces_goes_out_as_one_signal_in_whole_pieces() -> None:
+    # given a clause's audio (a tone after 50 ms of quiet) made in three uneven pieces
+    rate_in, step = 22050, PIECE
+    t = np.arange(int(1.3 * rate_in)) / rate_in
+    made = (0.5 * np.sin(2 * np.pi * 220 * t)).astype(np.float32)
+    made[: int(0.05 * rate_in)] = 0.0
+    pieces = [made[:8192], made[8192 : 8192 + 300], made[8192 + 300 :]]
+    expected = soxr.resample(made, rate_in, RATE, quality="HQ")
+    # when they go out as the first clause of a reply, and as a later one
+    for trim in (True, False):
+        audio = ClauseAudio(rate_in, RATE, step, trim=trim)
+        out = [audio.push(p) for p in pieces] + [audio.end()]
+        # then every piece handed on but the last is whole 40 ms pieces
+        assert all(len(o) % step == 0 for o in out[:-1])
+        assert 0 < len(out[-1])
+        joined = np.concatenate(out)
+        assert audio.total == len(joined)
+        if trim:
+            # the lead-in is cut to 10 ms, and the rest is the tone resampled as one signal
+            lead = first_sound(expected) - int(0.010 * RATE)
+            assert len(joined) == len(expected) - lead
+            assert (
+                np.abs(joined[int(0.010 * RATE) :] - expected[lead + int(0.010 * RATE) :]).max()
+                < 1e-5
+            )
+        else:
+            assert len(joined) == len(expected)
+            assert np.abs(joined - expected).max() < 1e-5

@@ -25,12 +25,55 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .audio import float_to_pcm16, resample, trim_leading_quiet
+from .audio import StreamResampler, float_to_pcm16, trim_leading_quiet
 from .frames import Frame, TextClause, TTSAudio
 from .inference import Inference, InferenceError
 from .response import Response
 from .tasks import TaskOwner
 from .tts import VoiceSpec
+
+_NOTHING = np.zeros(0, dtype=np.float32)
+
+
+class ClauseAudio:
+    """One clause's audio on its way out, as the voice makes it: in pieces, which
+    may be cut mid-word (tts.py makes a clause in windows).
+
+    The pieces are resampled as one signal, the quiet before the first sound is cut
+    when `trim` (the caller is waiting for it), and what is handed on is whole
+    multiples of `step` samples, so each released piece is `step` long but a
+    clause's last."""
+
+    def __init__(self, in_rate: int, out_rate: int, step: int, *, trim: bool) -> None:
+        self.rate = out_rate
+        self.step = step
+        self.total = 0  # samples handed on
+        self._resampler = StreamResampler(in_rate, out_rate)
+        self._trim = trim
+        self._carry = _NOTHING
+
+    def push(self, samples: np.ndarray) -> np.ndarray:
+        """What of the clause so far can go out now."""
+        out = self._resampler.process(samples)
+        if self._trim and len(out):
+            out = trim_leading_quiet(out, self.rate)
+            self._trim = False
+        if len(self._carry):
+            out = np.concatenate([self._carry, out])
+        cut = len(out) // self.step * self.step
+        self._carry = out[cut:]
+        self.total += cut
+        return out[:cut]
+
+    def end(self) -> np.ndarray:
+        """The rest of the clause, once the voice has made all of it."""
+        tail = self._resampler.process(_NOTHING, last=True)
+        if self._trim and len(tail):
+            tail = trim_leading_quiet(tail, self.rate)
+        out = np.concatenate([self._carry, tail]) if len(tail) else self._carry
+        self._carry = _NOTHING
+        self.total += len(out)
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +177,7 @@ class ReplySpeaker:
         """Synthesize clauses in order; audio goes to the response's queue at the output rate."""
         settings = self.settings
         trace = response.trace
+        step = max(1, settings.chunk_ms * settings.sample_rate // 1000)
         index = 0
         try:
             while (clause := await clauses.get()) is not None:
@@ -147,30 +191,40 @@ class ReplySpeaker:
                 ahead_ms = 1000.0 * made / settings.sample_rate - response.played_ms()
                 background = 0 < settings.background_ahead_ms <= ahead_ms
                 stream = self._inference.synthesize(clause, settings.voice, background=background)
-                total = 0
-                whole: list[np.ndarray] = []
+                # the caller is waiting for the first clause's sound: its lead-in is cut
+                audio: ClauseAudio | None = None
+                whole: list[np.ndarray] = []  # the baseline releases audio once all is made
                 try:
                     async for chunk in stream:
-                        out = resample(chunk.samples, chunk.sample_rate, settings.sample_rate)
-                        if index == 0 and total == 0:  # the caller is waiting for this sound
-                            out = trim_leading_quiet(out, settings.sample_rate)
-                        total += len(out)
-                        if settings.sequential:  # the baseline releases audio once all is made
-                            whole.append(out)
-                            continue
-                        trace.mark("tts_first_audio")
-                        response.audio.put_nowait((index, out))
+                        if audio is None:
+                            audio = ClauseAudio(
+                                chunk.sample_rate, settings.sample_rate, step, trim=index == 0
+                            )
+                        self._deliver(response, index, audio.push(chunk.samples), whole)
+                    if audio is not None:
+                        self._deliver(response, index, audio.end(), whole)
                 finally:
                     await stream.aclose()
                 if whole:
                     trace.mark("tts_first_audio")
                     response.audio.put_nowait((index, np.concatenate(whole)))
-                response.clauses.append((clause, total))
+                response.clauses.append((clause, audio.total if audio else 0))
                 index += 1
         except InferenceError as exc:
             self._fail(response, exc)
         finally:
             response.audio.put_nowait(None)
+
+    def _deliver(
+        self, response: Response, index: int, out: np.ndarray, whole: list[np.ndarray]
+    ) -> None:
+        if not len(out):
+            return
+        if self.settings.sequential:
+            whole.append(out)
+            return
+        response.trace.mark("tts_first_audio")
+        response.audio.put_nowait((index, out))
 
     async def _playout(self, response: Response) -> None:
         """Release audio in `chunk_ms` pieces, at most `lead_ms` ahead, once committed."""

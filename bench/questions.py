@@ -83,7 +83,7 @@ def _espeak(text: str, path: Path) -> np.ndarray:
 
 def load_questions(cache: Path) -> list[Question]:
     cache.mkdir(parents=True, exist_ok=True)
-    tts = PiperTTS(threads=2)
+    tts = PiperTTS(threads=2, windowed=False)  # a caller's audio, as it was
     out: list[Question] = []
 
     def add(name: str, voice: str, text: str, make: object) -> None:

@@ -104,7 +104,7 @@ def near_silence(ms: int, rng: np.random.Generator) -> np.ndarray:
 
 def build_set(cache: Path) -> list[Utterance]:
     cache.mkdir(parents=True, exist_ok=True)
-    tts = PiperTTS(threads=2)
+    tts = PiperTTS(threads=2, windowed=False)  # a caller's audio, as it was
     rng = np.random.default_rng(7)
     pieces: dict[tuple[str, str], np.ndarray] = {}
 
@@ -366,7 +366,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                       f"eot={r['end_of_turn_ms']!s:>7} v2v={r['v2v_ms']!s:>7} "
                       f"{r['transcripts']}", flush=True)  # fmt: skip
     if args.only in ("", "barge-in"):
-        tts = PiperTTS(threads=2)
+        tts = PiperTTS(threads=2, windowed=False)  # a caller's audio, as it was
         question = _espeak("How is the weather today in London?", cache / "raw.wav")
         uh = _espeak("uh", cache / "raw.wav")
         other = _piper(tts, "Wait, do you have gluten free bread?")

@@ -216,7 +216,7 @@ def speech(case: Case, cache: Path) -> np.ndarray:
     if path.exists():
         return read_wav(path)[0]
     if case.voice == "piper":
-        tts = PiperTTS(threads=2)
+        tts = PiperTTS(threads=2, windowed=False)  # a caller's audio, as it was
         voice = default_voice()
         audio = np.concatenate(list(tts.synthesize(case.text, voice, threading.Event())))
         samples = resample(audio, tts.sample_rate(voice), RATE)

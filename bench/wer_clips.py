@@ -70,7 +70,7 @@ def _piper(text: str, speed: float) -> tuple[np.ndarray, int]:
     # Piper draws its prosody noise in the ONNX graph from a generator seeded when
     # the session is made: a fixed seed and a fresh session give the same clip.
     onnxruntime.set_seed(zlib.crc32(f"{text}|{speed}".encode()))
-    tts = PiperTTS(threads=2)
+    tts = PiperTTS(threads=2, windowed=False)  # a caller's audio, as it was
     base = default_voice()
     voice = VoiceSpec(base.voice_id, base.model_path, speed)
     audio = np.concatenate(list(tts.synthesize(text, voice, threading.Event())))

@@ -420,6 +420,8 @@ LLM_GPU_LAYERS = int(_llm_gpu_layers) if _llm_gpu_layers else None
 LLM_HTTP_BASE_URL = env.str("LLM_HTTP_BASE_URL", default="")
 LLM_HTTP_API_KEY = env.str("LLM_HTTP_API_KEY", default="")
 TTS_THREADS = env.int("TTS_THREADS", default=1)
+# A clause's audio in windows, its first sound after a third of the work (engine/piper_graph.py).
+TTS_WINDOWED = env.bool("TTS_WINDOWED", default=True)
 # Work nobody waits on yet runs in threads of this nice value, so that under load it
 # yields the cores to other callers' first words: a reply's clauses with 2 s of its
 # audio made ahead of them (the caller is hearing that), and the rest of an embedded

@@ -191,10 +191,12 @@ class PriorityProbe:
     def sample_rate(self, voice: Any) -> int:
         return int(self.inner.sample_rate(voice))
 
-    def synthesize(self, text: str, voice: Any, cancel: threading.Event) -> Iterator[Any]:
+    def synthesize(
+        self, text: str, voice: Any, cancel: threading.Event, *, windowed: bool = True
+    ) -> Iterator[Any]:
         self.nice[text] = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
         self.began.set()
-        yield from self.inner.synthesize(text, voice, cancel)
+        yield from self.inner.synthesize(text, voice, cancel, windowed=windowed)
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a thread's nice value is Linux's")

@@ -46,9 +46,11 @@ def test_voices_run_on_the_providers_the_device_plan_chose(models: LocalInferenc
     # given the default models, loaded with this machine's device plan
     assert models.devices is not None
     # when a voice is loaded
-    session = models.tts._voice(default_voice()).session
-    # then ONNX Runtime runs it on the planned providers, in order
-    assert session.get_providers() == list(models.devices.tts_providers)
+    sessions = models.tts._voice(default_voice()).sessions
+    # then ONNX Runtime runs it (both halves) on the planned providers, in order
+    assert len(sessions) == 2
+    for session in sessions:
+        assert session.get_providers() == list(models.devices.tts_providers)
 
 
 @pytest.mark.skipif(
@@ -67,7 +69,7 @@ def test_a_voice_that_cannot_have_its_provider_says_so_and_still_speaks(
     ):
         audio = list(tts.synthesize("Hello there.", voice, threading.Event()))
     # then the voice ran on the CPU, and the log says it was not the planned provider
-    assert tts._voice(voice).session.get_providers() == [CPU_PROVIDER]
+    assert [s.get_providers() for s in tts._voice(voice).sessions] == [[CPU_PROVIDER]] * 2
     assert f"runs on {CPU_PROVIDER}, not {CUDA_PROVIDER}" in caplog.text
     assert sum(len(chunk) for chunk in audio) > 0.3 * tts.sample_rate(voice)
 

@@ -100,6 +100,14 @@ def test_the_pause_a_turn_is_read_with_is_the_operators_setting(
     assert runtime.call_config_from_persona(persona).pause_read_ms == 0
 
 
+def test_a_clause_is_made_in_windows_unless_the_operator_turns_it_off(settings: Any) -> None:
+    # by default the models are loaded to make a clause's audio in windows
+    assert runtime.model_settings().tts_windowed is True
+    # and TTS_WINDOWED=0 has each sentence made whole
+    settings.TTS_WINDOWED = False
+    assert runtime.model_settings().tts_windowed is False
+
+
 async def test_embedded_worker_serves_the_in_memory_layer(
     settings: Any, monkeypatch: pytest.MonkeyPatch, models: LocalInference, clips: dict[str, Clip]
 ) -> None:

@@ -49,6 +49,7 @@ class ModelSettings:
     llm_http_api_key: str = ""
     llm_http_model: str = ""
     tts_threads: int = 1
+    tts_windowed: bool = True  # a clause made in windows (piper_graph.py); False: whole
     # Work nobody waits on yet runs in threads of this nice value: a reply's clauses
     # with its audio made ahead of them, and the rest of a reply once its first words
     # are written (inference.LocalInference); -1: everything alike.
@@ -131,7 +132,12 @@ def load_inference(settings: ModelSettings, *, warm_up: bool = True) -> LocalInf
             gpu_layers=plan.llm_gpu_layers,
         )
     )
-    tts = PiperTTS(threads=settings.tts_threads, providers=plan.tts_providers)
+    tts = PiperTTS(
+        threads=settings.tts_threads,
+        providers=plan.tts_providers,
+        windowed=settings.tts_windowed,
+        cache_dir=Path(cache_dir) / "voices",
+    )
     eou = None
     if settings.eou_model:
         eou = EndOfTurnScorer(

@@ -92,6 +92,7 @@ def model_settings() -> ModelSettings:
         llm_http_base_url=settings.LLM_HTTP_BASE_URL,
         llm_http_api_key=settings.LLM_HTTP_API_KEY,
         tts_threads=settings.TTS_THREADS,
+        tts_windowed=settings.TTS_WINDOWED,
         background_nice=settings.BACKGROUND_NICE,
         llm_contexts=settings.LLM_CONTEXTS,
     )

@@ -140,6 +140,9 @@ def split_voice(model_path: str) -> Halves | None:
         return None
 
 
+# Where the halves are kept unless a process says otherwise (load_inference keeps them
+# under its ASR cache directory, by default this one).
+DEFAULT_CACHE_DIR = Path(tempfile.gettempdir()) / "voiceapp-models" / "voices"
 # What is kept: a change to the cut or the calibration makes a new key.
 CACHE_FORMAT = f"halves-1|{PAD}|{PEAK}|" + "|".join(CALIBRATION)
 

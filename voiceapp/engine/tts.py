@@ -17,6 +17,7 @@ import numpy as np
 from .piper_graph import (
     CALIBRATION,
     CHECK_TOLERANCE,
+    DEFAULT_CACHE_DIR,
     WindowedVoice,
     load_halves,
     split_voice,
@@ -156,10 +157,11 @@ class PiperTTS:
         lines: SpokenLines | None = None,
         *,
         windowed: bool = True,
-        cache_dir: str | Path | None = None,
+        cache_dir: str | Path | None = DEFAULT_CACHE_DIR,
     ) -> None:
         """`windowed`: False synthesizes every clause whole, as Piper does (the
-        baseline). `cache_dir`: where a voice's two halves and gain are kept, so the
+        baseline). `cache_dir`: where a voice's two halves and gain are kept (None:
+        nowhere; by default where `load_inference` keeps them), so the
         next process loads them without cutting and checking the graph again."""
         self.threads = threads
         self.providers = providers

@@ -205,12 +205,12 @@ class PiperTTS:
                 config = PiperConfig.from_dict(
                     json.loads(Path(f"{path}.json").read_text(encoding="utf-8"))
                 )
+                # The halves make the audio of a cut voice; Piper's own object only
+                # turns its text into phonemes.
                 piper_voice = PiperVoice(session=None, config=config)
                 windowed = self._windowed(piper_voice, spec) if self.windowed else None
                 if windowed is None:
                     piper_voice.session = self._session(str(path), spec.voice_id)
-                else:
-                    piper_voice.session = None  # the halves make the audio
                 voice = LoadedVoice(piper_voice, windowed)
                 self._voices[spec.model_path] = voice
             return voice

@@ -409,6 +409,9 @@ LLM_MODEL_PATH = env.str("LLM_MODEL_PATH", default="")
 LLM_THREADS = env.int("LLM_THREADS", default=1)
 LLM_BATCH_THREADS = env.int("LLM_BATCH_THREADS", default=1)
 LLM_CONTEXT_TOKENS = env.int("LLM_CONTEXT_TOKENS", default=2048)
+# The embedded LLM reads the caller's words while they talk, as live captions bring
+# them, so a turn's request reads only what the last caption missed (readahead.py).
+LLM_READ_CAPTIONS = env.bool("LLM_READ_CAPTIONS", default=True)
 # llama contexts per worker: replies written at once, and the calls whose prompts a
 # worker keeps read (a call's next turn goes back to its own context).
 LLM_CONTEXTS = env.int("LLM_CONTEXTS", default=2)

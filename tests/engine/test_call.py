@@ -152,6 +152,31 @@ async def test_each_live_caption_waits_longer_as_the_turn_grows(
     assert len(captions) <= 12, captions
 
 
+async def test_the_llm_reads_the_callers_words_while_they_talk(
+    models: LocalInference, vad_model: SileroModel, clips: dict[str, Clip]
+) -> None:
+    # given a text-only call whose LLM requests are seen, and a question in real time
+    recorder = RecordingInference(models)
+    call = VoiceCall(fast_config(speak=False, partial_interval_ms=300), recorder, vad_model)
+    try:
+        frames = await ask(call, clips["story"], realtime=True)
+    finally:
+        await call.close()
+    # then the LLM read the live captions' words as the caller's open message
+    captions = [f.text.strip().rstrip(" .,;:!?\u2026") for f in of(frames, TranscriptPartial)]
+    reads = [r for r in recorder.llm if r.options.open_turn]
+    assert reads and captions
+    assert all(r.messages[-1]["content"] in captions for r in reads), (captions, reads)
+    # and the turn's request, sent after them, read fewer new tokens than the caller's
+    # words alone: their start was read while the caller talked
+    turn = [r for r in recorder.llm if not r.options.open_turn and r.options.max_tokens > 1][-1]
+    assert recorder.llm.index(turn) > recorder.llm.index(reads[-1])
+    [final] = of(frames, TranscriptFinal)
+    assert isinstance(models.llm, LlamaLLM)
+    new_tokens = turn.stream.usage.input_tokens - turn.stream.usage.cached_tokens
+    assert new_tokens < models.llm.count_tokens(final.text), (new_tokens, final.text)
+
+
 async def test_speculative_response_is_cancelled_when_the_user_resumes(
     new_call: MakeCall, clips: dict[str, Clip]
 ) -> None:

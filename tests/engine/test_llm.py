@@ -25,6 +25,7 @@ from voiceapp.engine.llm import (
 
 SERVER_CMD = (sys.executable, "-m", "llama_cpp.server", "--host", "127.0.0.1", "--n_threads", "1")
 SYSTEM = {"role": "system", "content": "You are a helpful assistant. Answer briefly."}
+CANCEL = threading.Event()  # never set
 
 
 @pytest.fixture(scope="module")
@@ -191,6 +192,52 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_an_open_read_leaves_the_turn_only_the_words_it_had_not_seen(llm: LlamaLLM) -> None:
+    # given a conversation whose prompt one call's context holds, with no caller words
+    history = [
+        SYSTEM,
+        {"role": "user", "content": "Hello, is anyone there?"},
+        {"role": "assistant", "content": "Yes, I am here. How can I help?"},
+    ]
+    options = LLMOptions(max_tokens=1, temperature=0.0, session="open-read")
+
+    def turn_reads(words: str | None) -> int:
+        """New prompt tokens of the turn "What is the capital of France?" after a read
+        of the history (and of `words` left open)."""
+        for _ in llm.stream([*history, {"role": "user", "content": "Hi"}], options, CANCEL):
+            pass
+        if words is not None:
+            read = [*history, {"role": "user", "content": words}]
+            # the open read writes nothing
+            assert list(llm.stream(read, replace(options, open_turn=True), CANCEL)) == []
+        usage = PromptUsage()
+        turn = [*history, {"role": "user", "content": "What is the capital of France?"}]
+        for _ in llm.stream(turn, options, CANCEL, usage):
+            pass
+        return usage.input_tokens - usage.cached_tokens
+
+    # when the caller's words so far were read open, then the turn reads only the rest
+    cold = turn_reads(None)
+    after_open = turn_reads("What is the capital of")
+    words = llm.count_tokens("What is the capital of")
+    assert after_open == cold - words, (cold, after_open, words)
+    # and a caption that ends otherwise than the turn still leaves its shared start
+    assert turn_reads("What is the capital. Of Spain") == cold - llm.count_tokens(
+        "What is the capital"
+    )
+
+
+def test_an_endpoint_is_sent_no_open_read() -> None:
+    # given an endpoint nothing listens on
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    llm = HttpLLM(HttpLLMSettings(base_url=f"http://127.0.0.1:{port}/v1"))
+    # when it is asked to read the caller's words open, then it sends nothing and fails not
+    messages = [SYSTEM, {"role": "user", "content": "What is the"}]
+    assert list(llm.stream(messages, LLMOptions(open_turn=True), CANCEL)) == []
 
 
 def test_http_backend_streams_from_an_openai_compatible_server(llama_server: str) -> None:

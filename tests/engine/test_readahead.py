@@ -11,7 +11,7 @@ from tests.support.inference import RecordingInference
 from voiceapp.engine.eou import chat_prompt
 from voiceapp.engine.history import History
 from voiceapp.engine.inference import LocalInference
-from voiceapp.engine.llm import LLMOptions, Message
+from voiceapp.engine.llm import LlamaLLM, LLMOptions, Message
 from voiceapp.engine.prompt import PromptBuilder
 from voiceapp.engine.readahead import ReadAhead, ReadAheadSettings
 from voiceapp.engine.tasks import TaskOwner
@@ -25,7 +25,7 @@ class Reader:
     read_ahead: ReadAhead
     recorder: RecordingInference
     history: History
-    prompt: Callable[[], list[Message]]  # what the call's next request would send
+    prompt: Callable[..., list[Message]]  # what the call's next request would send
     call_id: str
 
 
@@ -38,8 +38,11 @@ def new_reader(
     history = History()
     builder = PromptBuilder(instructions=INSTRUCTIONS)
 
-    def prompt() -> list[Message]:
-        return builder.messages(history.for_llm(settings.history_budget_chars))
+    def prompt(words: str | None = None) -> list[Message]:
+        sent = history.for_llm(settings.history_budget_chars)
+        if words is not None:
+            sent.append({"role": "user", "content": words})
+        return builder.messages(sent)
 
     call_id = f"call_{uuid.uuid4().hex[:20]}"
     read_ahead = ReadAhead(settings, recorder, history, prompt, owner, call_id=call_id)
@@ -238,3 +241,63 @@ async def test_a_new_llm_read_replaces_one_still_running_and_requests_wait_for_i
     # and with no read in progress a request does not wait
     async with asyncio.timeout(0.1):
         await read_ahead.wait_llm()
+
+
+async def reply_reads(reader: Reader, words: str) -> int:
+    """The prompt tokens a request of the call with the caller's `words` reads anew."""
+    options = LLMOptions(max_tokens=1, temperature=0.0, session=reader.call_id)
+    stream = reader.recorder.generate(reader.prompt(words), options)
+    async for _ in stream:
+        pass
+    return stream.usage.input_tokens - stream.usage.cached_tokens
+
+
+async def test_the_callers_words_so_far_are_read_open_and_the_turn_reads_the_rest(
+    models: LocalInference, task_owner: TaskOwner
+) -> None:
+    # given a call whose LLM has read its opening prompt
+    reader = new_reader(models, task_owner, ReadAheadSettings(end_of_turn_model=False))
+    reader.read_ahead.opening()
+    await settle(task_owner)
+    cold = await reply_reads(reader, "Is the library open on Sunday?")
+    reader.read_ahead.opening()
+    await settle(task_owner)
+    # when a live caption has read the caller's words so far
+    reader.read_ahead.words_so_far("Is the library open...")
+    await settle(task_owner)
+    # then the LLM read them as the caller's message, left open, without the caption's
+    # closing mark
+    read = reader.recorder.llm[-1]
+    assert read.options.open_turn and read.options.session == reader.call_id
+    assert read.messages == reader.prompt("Is the library open")
+    # and the turn's request does not read again what the caption had caught (the
+    # message's header too, which the opening's prompt did not hold)
+    after = await reply_reads(reader, "Is the library open on Sunday?")
+    assert isinstance(models.llm, LlamaLLM)
+    assert after <= cold - models.llm.count_tokens("Is the library open"), (cold, after)
+
+
+async def test_the_callers_words_are_not_read_by_an_endpoint_nor_over_a_read(
+    models: LocalInference, task_owner: TaskOwner
+) -> None:
+    # given a call on a persona's own endpoint, and one with the reads turned off
+    for settings in (
+        ReadAheadSettings(embedded_llm=False, end_of_turn_model=False),
+        ReadAheadSettings(words_so_far=False, end_of_turn_model=False),
+    ):
+        reader = new_reader(models, task_owner, settings)
+        # when a caption comes, then nothing is read
+        reader.read_ahead.words_so_far("What time do you")
+        await settle(task_owner)
+        assert reader.recorder.llm == []
+    # given a call whose LLM is still reading its opening prompt
+    reader = new_reader(models, task_owner, ReadAheadSettings(end_of_turn_model=False))
+    reader.read_ahead.opening()
+    reading = reader.read_ahead.llm_read
+    # when a caption comes, then that read goes on and the caption is not read (the next
+    # one will be)
+    reader.read_ahead.words_so_far("What time do you")
+    assert reader.read_ahead.llm_read is reading
+    await settle(task_owner)
+    assert reading is not None and not reading.cancelled()
+    assert [r.options.open_turn for r in reader.recorder.llm] == [False]

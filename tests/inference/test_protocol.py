@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,7 @@ from channels_redis.core import RedisChannelLayer
 
 from voiceapp.engine.asr import DEFAULT_ASR_MODEL, Transcript
 from voiceapp.engine.audio import float_to_pcm16
-from voiceapp.engine.llm import LLMOptions, PromptUsage
+from voiceapp.engine.llm import LLMOptions, Message, PromptUsage
 from voiceapp.engine.tts import VoiceSpec
 from voiceapp.inference import protocol as p
 
@@ -208,6 +209,21 @@ def test_a_tts_request_says_whether_its_clause_is_made_in_the_background() -> No
         p.decode_request(message, "tts")
     assert str(error.value) == (
         "inference.request: field 'payload.background' must be true or false, not str"
+    )
+
+
+def test_an_llm_request_says_whether_it_reads_the_callers_words_open() -> None:
+    messages: list[Message] = [{"role": "user", "content": "What is the"}]
+    read = p.encode_llm_payload(messages, replace(OPTIONS, open_turn=True))
+    assert p.as_llm_options(p.decode_llm_payload(read)).open_turn is True
+    # from a caller that does not say (an older web process): a reply, as before
+    plain = p.decode_llm_payload(p.encode_llm_payload(messages, OPTIONS))
+    assert "open_turn" not in plain and p.as_llm_options(plain).open_turn is False
+    message = request("llm", {**read, "open_turn": 1})
+    with pytest.raises(p.ProtocolError) as error:
+        p.decode_request(message, "llm")
+    assert str(error.value) == (
+        "inference.request: field 'payload.open_turn' must be true or false, not int"
     )
 
 

@@ -100,6 +100,16 @@ def test_the_pause_a_turn_is_read_with_is_the_operators_setting(
     assert runtime.call_config_from_persona(persona).pause_read_ms == 0
 
 
+def test_the_llm_reads_the_callers_words_unless_the_operator_turns_it_off(
+    persona: Persona, settings: Any
+) -> None:
+    # by default the embedded LLM reads the caller's words as the captions bring them
+    assert runtime.call_config_from_persona(persona).read_words_so_far is True
+    # and LLM_READ_CAPTIONS=0 leaves them all to the turn's request
+    settings.LLM_READ_CAPTIONS = False
+    assert runtime.call_config_from_persona(persona).read_words_so_far is False
+
+
 def test_a_clause_is_made_in_windows_unless_the_operator_turns_it_off(settings: Any) -> None:
     # by default the models are loaded to make a clause's audio in windows
     assert runtime.model_settings().tts_windowed is True

@@ -133,6 +133,9 @@ class CallConfig:
     max_utterance_s: float = 30.0
     # A pause inside a turn is read by the ASR as this long at most; 0 reads it whole.
     pause_read_ms: int = PAUSE_READ_MS
+    # The embedded LLM reads the caller's words as live captions bring them, so the
+    # turn's request reads only the rest (readahead.py).
+    read_words_so_far: bool = True
     asr_model: str = DEFAULT_ASR_MODEL  # a packaged Whisper by name (asr.ASR_MODELS)
 
     @property
@@ -189,7 +192,7 @@ class VoiceCall:
             _read_ahead_settings(config),
             inference,
             self._history,
-            lambda: self._writer.messages(None),
+            lambda words: self._writer.messages(words),
             self._tasks,
             call_id=self.call_id,
         )
@@ -396,6 +399,11 @@ class VoiceCall:
             self._listener.announce()
             self._finish_cancelled(response, interrupted=True)
             self.stats["interruptions"] += 1
+
+    def heard_so_far(self, text: str) -> None:
+        """A live caption of the turn: with no reply in hand, the LLM reads its words."""
+        if self._slots.idle and self.config.create_response and not self.config.sequential:
+            self._read_ahead.words_so_far(text)
 
     def turn_paused(self) -> None:
         if self.config.speculative and not self.config.sequential:
@@ -708,6 +716,7 @@ def _read_ahead_settings(config: CallConfig) -> ReadAheadSettings:
         embedded_llm=config.embedded_llm,
         history_budget_chars=config.history_budget_chars,
         direct_answers=config.grounding and config.direct_answers,
+        words_so_far=config.read_words_so_far,
     )
 
 

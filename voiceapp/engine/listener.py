@@ -86,6 +86,9 @@ class ListenerHooks(Protocol):
     def heard(self, probability: float) -> None:
         """Each chunk's speech probability, before the turn detector reads it."""
 
+    def heard_so_far(self, text: str) -> None:
+        """A live caption read the turn in progress as `text` (already emitted)."""
+
     def turn_paused(self) -> None:
         """The caller paused in a turn that counts: a reply may be speculated."""
 
@@ -342,6 +345,7 @@ class Listener:
                 return
             if result.text and item_id is not None and item_id == self.item_id:
                 self._emit(TranscriptPartial(item_id, result.text))
+                self._hooks.heard_so_far(result.text)
 
         self._partial_task = self._spawn(partial())
 

@@ -53,6 +53,10 @@ class LLMOptions:
     # it may choose: "auto", "none", "required" or one tool's name.
     tools: tuple[ToolSpec, ...] = ()
     tool_choice: str = "auto"
+    # A read of the caller's words so far (readahead.py): the prompt's last message is
+    # left open, as the caller is still talking, and nothing is generated. Its
+    # tokens are then the start of the turn's own prompt, which reads only the rest.
+    open_turn: bool = False
 
     @property
     def offered_tools(self) -> tuple[ToolSpec, ...]:
@@ -183,6 +187,7 @@ class LlamaLLM:
             if settings.cache_bytes:
                 llama.set_cache(LlamaRAMCache(capacity_bytes=settings.cache_bytes))
             self._contexts.append(_Context(llama))
+        self._open_template = _OpenTemplate.of(self._contexts[0].llama)
         self._free = threading.Condition()
         # Free the contexts before interpreter shutdown tears down what llama.cpp's
         # finalizers need (otherwise every process exit prints a TypeError).
@@ -263,7 +268,12 @@ class LlamaLLM:
         context.usage = usage
         try:
             tools = options.offered_tools
-            if tools:
+            if options.open_turn:
+                if tools:
+                    plain = plain_messages(messages)
+                    messages = with_tools_prompt(plain, tools, options.tool_choice)
+                _read_open(context.llama, self._open_template, messages)
+            elif tools:
                 yield from _with_tools(context.llama, messages, options, tools, cancel)
             else:
                 yield from _chat(context.llama, messages, options, cancel)
@@ -297,6 +307,67 @@ def _chat(
                 yield delta
     finally:
         chunks.close()
+
+
+OPEN_MARK = "\x1f"  # marks where the open message's words end in the rendered template
+
+
+@dataclass(frozen=True, slots=True)
+class _OpenTemplate:
+    """The model's chat template, rendered with its last message left open.
+
+    llama-cpp-python renders a GGUF file's own template (`chat_template.default`)
+    and tokenizes it with its special tokens; this renders the same template the
+    same way and cuts it where the last message's words end, so its tokens are the
+    start of the closed prompt's. Other chat formats have none (`of` gives None):
+    their open reads read nothing.
+    """
+
+    formatter: Any
+
+    @classmethod
+    def of(cls, llama: Any) -> _OpenTemplate | None:
+        template = llama.metadata.get("tokenizer.chat_template")
+        if llama.chat_format != "chat_template.default" or not template:
+            return None
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        def text(token: int) -> str:
+            return llama.detokenize([token], special=True).decode() if token >= 0 else ""
+
+        formatter = Jinja2ChatFormatter(
+            template=template, eos_token=text(llama.token_eos()), bos_token=text(llama.token_bos())
+        )
+        return cls(formatter)
+
+    def tokens(self, llama: Any, messages: list[Message]) -> list[int] | None:
+        """The prompt of `messages` up to the end of the last one's words; None when
+        the template does not write them out as given."""
+        last = messages[-1]
+        marked = [*messages[:-1], {**last, "content": last["content"] + OPEN_MARK}]
+        rendered = self.formatter(messages=marked)
+        cut = rendered.prompt.rfind(OPEN_MARK)
+        if cut < 0:
+            return None
+        text = rendered.prompt[:cut]
+        tokens: list[int] = llama.tokenize(
+            text.encode(), add_bos=not rendered.added_special, special=True
+        )
+        return tokens
+
+
+def _read_open(llama: Any, template: _OpenTemplate | None, messages: list[Message]) -> None:
+    """Have one llama context read `messages` with the last one left open.
+
+    The context keeps the longest prefix it already holds and evaluates the rest;
+    the next token is sampled (llama-cpp-python evaluates a prompt as it is asked
+    for one) and never evaluated.
+    """
+    tokens = template.tokens(llama, messages) if template is not None and messages else None
+    if not tokens:
+        return
+    for _ in llama.generate(tokens, temp=0.0):
+        break
 
 
 READ_TOKENS = 1  # a request for this many tokens only reads its prompt (readahead.py)
@@ -419,8 +490,11 @@ class HttpLLM:
         The request asks for `stream_options.include_usage` (OpenAI, vLLM and
         llama.cpp's llama-server send a last event with `usage`); a server that
         ignores it (llama-cpp-python's own server) leaves `usage` at 0: the
-        count is the server's word, never an estimate of ours.
+        count is the server's word, never an estimate of ours. An `open_turn` read
+        sends nothing: an endpoint keeps no context of ours to read into.
         """
+        if options.open_turn:
+            return
         s = self.settings
         tools = options.offered_tools
         body: dict[str, Any] = {

@@ -36,6 +36,7 @@ from .tasks import TaskOwner
 
 log = logging.getLogger(__name__)
 
+_CLOSING_MARKS = " .,;:!?\u2026"  # what a caption may end with that the turn may not
 SCORER_READ_WAIT_S = 2.0  # a scorer's read slower than this is given up (4x a turn's score wait)
 
 
@@ -48,15 +49,17 @@ class ReadAheadSettings:
     embedded_llm: bool = True  # False: a persona's own endpoint, which bills per request
     history_budget_chars: int = 2000
     direct_answers: bool = True  # facts that answer a turn are spoken as written, not by the LLM
+    words_so_far: bool = True  # the LLM reads the caller's words as the captions bring them
 
 
 class ReadAhead:
     """Has a call's models read, off the turn's path, what its next turn will need.
 
-    `prompt()` gives the prompt the next request would send with no new caller
-    words (system, examples, the history as sent); `history` is the call's, which
-    a read-ahead may trim. `settings` may be replaced at any time (the call's
-    `update_config`); each read uses those in force when it starts.
+    `prompt(words)` gives the prompt the next request would send with the caller's
+    `words` (None: no new caller words): system, examples, the history as sent;
+    `history` is the call's, which a read-ahead may trim. `settings` may be
+    replaced at any time (the call's `update_config`); each read uses those in
+    force when it starts.
     """
 
     def __init__(
@@ -64,7 +67,7 @@ class ReadAhead:
         settings: ReadAheadSettings,
         inference: Inference,
         history: History,
-        prompt: Callable[[], list[Message]],
+        prompt: Callable[[str | None], list[Message]],
         tasks: TaskOwner,
         *,
         call_id: str,
@@ -100,7 +103,23 @@ class ReadAhead:
         """
         self._read_by_scorer("")
         if self.settings.embedded_llm:
-            self._read_by_llm(self._prompt())
+            self._read_by_llm(self._prompt(None))
+
+    def words_so_far(self, text: str) -> None:
+        """The caller is still talking and a caption read `text` so far: the LLM
+        reads the prompt with those words as the caller's message, left open.
+
+        Only the embedded LLM, and only with no read in progress (the next caption
+        comes soon; a read is not cut off for it). A caption's closing mark is not
+        read: the turn's own transcript often ends differently.
+        """
+        settings = self.settings
+        words = text.strip().rstrip(_CLOSING_MARKS)
+        if not (settings.words_so_far and settings.embedded_llm and words):
+            return
+        if self._llm_read is not None and not self._llm_read.done():
+            return
+        self._read_by_llm(self._prompt(words), open_turn=True)
 
     def next_turn(self, reply: str, *, direct: bool) -> bool:
         """While `reply` plays, read what the caller's next turn needs; True if it trimmed.
@@ -120,7 +139,7 @@ class ReadAhead:
         budget = settings.history_budget_chars
         trimmed = self._history.trim(budget, headroom_chars=budget // 4, pending_chars=len(reply))
         if settings.embedded_llm and (trimmed or (direct and settings.direct_answers)):
-            self._read_by_llm([*self._prompt(), {"role": "assistant", "content": reply}])
+            self._read_by_llm([*self._prompt(None), {"role": "assistant", "content": reply}])
         return trimmed
 
     def reply_kept(self, reply: str) -> None:
@@ -145,9 +164,12 @@ class ReadAhead:
 
         self._tasks.spawn(read())
 
-    def _read_by_llm(self, messages: list[Message]) -> None:
-        """Have the call's LLM context read `messages` (one token generated, dropped)."""
-        options = replace(self.settings.llm, max_tokens=1, session=self._call_id)
+    def _read_by_llm(self, messages: list[Message], *, open_turn: bool = False) -> None:
+        """Have the call's LLM context read `messages` (one token generated, dropped;
+        `open_turn`: the last message left open, nothing generated)."""
+        options = replace(
+            self.settings.llm, max_tokens=1, session=self._call_id, open_turn=open_turn
+        )
 
         async def read() -> None:
             stream = self._inference.generate(messages, options)

@@ -38,7 +38,8 @@ LLM turn is sent to the worker channel of the worker that served its last one
 Payloads: asr and caption {"audio": PCM16 16 kHz mono bytes, "language", "model"}; llm {"messages":
 [{"role", "content", "tool_call_id"?, "tool_name"?, "tool_arguments"?}], "max_tokens",
 "temperature", "model", "backend", "session", "repeat_penalty", "tools"?: [{"name",
-"description", "parameters": JSON text}], "tool_choice"?}; tts {"text", "voice_id",
+"description", "parameters": JSON text}], "tool_choice"?, "open_turn"?: true for a read of
+the caller's words so far, the last message left open, nothing generated}; tts {"text", "voice_id",
 "model_path", "speed", "background"?: true for a clause the caller will not hear for
 a while (enough of its reply is made ahead of it), synthesized at a lower priority};
 eou {"text", "previous_reply"} (the probability that the
@@ -138,6 +139,7 @@ class LlmPayload(TypedDict):
     repeat_penalty: float
     tools: NotRequired[list[ToolPayload]]
     tool_choice: NotRequired[str]
+    open_turn: NotRequired[bool]
 
 
 class TtsPayload(TypedDict):
@@ -468,6 +470,8 @@ def encode_llm_payload(messages: list[Message], options: LLMOptions) -> LlmPaylo
             for t in options.tools
         ]
         payload["tool_choice"] = options.tool_choice
+    if options.open_turn:
+        payload["open_turn"] = True
     return payload
 
 
@@ -503,6 +507,8 @@ def _llm_payload(fields: _Fields) -> LlmPayload:
             for t in fields.items("tools")
         ]
         payload["tool_choice"] = fields.text("tool_choice")
+    if fields.has("open_turn"):
+        payload["open_turn"] = fields.flag("open_turn")
     return payload
 
 
@@ -530,6 +536,7 @@ def as_llm_options(payload: LlmPayload) -> LLMOptions:
             ToolSpec(t["name"], t["description"], t["parameters"]) for t in payload.get("tools", [])
         ),
         tool_choice=payload.get("tool_choice", "auto"),
+        open_turn=payload.get("open_turn", False),
     )
 
 

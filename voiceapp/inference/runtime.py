@@ -215,6 +215,7 @@ def call_config_from_persona(
         embedded_llm=not own_llm,
         asr_model=persona.asr_model,
         pause_read_ms=settings.ASR_PAUSE_READ_MS,
+        read_words_so_far=settings.LLM_READ_CAPTIONS,
         max_sentences=LONG_REPLY_SENTENCES if long_replies else 3,
         general_questions=bool(persona.general_questions),
     )

@@ -155,14 +155,10 @@ async def test_each_live_caption_waits_longer_as_the_turn_grows(
 async def test_the_llm_reads_the_callers_words_while_they_talk(
     models: LocalInference, vad_model: SileroModel, clips: dict[str, Clip]
 ) -> None:
-    # given a text-only call whose LLM requests are seen, which has read its prompt
-    # before the caller speaks (as a session has it do)
+    # given a text-only call whose LLM requests are seen, and a question in real time
     recorder = RecordingInference(models)
     call = VoiceCall(fast_config(speak=False, partial_interval_ms=300), recorder, vad_model)
     try:
-        call.prepare()
-        await call._read_ahead.wait_llm()
-        # when a question comes in real time
         frames = await ask(call, clips["story"], realtime=True)
     finally:
         await call.close()

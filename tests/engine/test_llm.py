@@ -229,30 +229,6 @@ def test_an_open_read_leaves_the_turn_only_the_words_it_had_not_seen(llm: LlamaL
     )
 
 
-def test_an_open_read_takes_no_other_calls_context(llm: LlamaLLM) -> None:
-    # given every context serving another call
-    for n in range(len(llm._contexts)):
-        hello = [SYSTEM, {"role": "user", "content": f"Hello, this is caller {n}."}]
-        for _ in llm.stream(hello, LLMOptions(max_tokens=1, session=f"held-{n}"), CANCEL):
-            pass
-    held = [(c.session, c.llama.n_tokens) for c in llm._contexts]
-    assert {session for session, _ in held} == {f"held-{n}" for n in range(len(held))}
-    # when a new call's caption is to be read, then nothing is read and every other
-    # call's prompt stays where it was
-    caption = [SYSTEM, {"role": "user", "content": "What time do you"}]
-    usage = PromptUsage()
-    read = llm.stream(caption, LLMOptions(open_turn=True, session="newcomer"), CANCEL, usage)
-    assert list(read) == []
-    assert usage.input_tokens == 0
-    assert [(c.session, c.llama.n_tokens) for c in llm._contexts] == held
-    # and a caption of a call whose context holds its prompt is read there
-    read = llm.stream(caption, LLMOptions(open_turn=True, session="held-0"), CANCEL, usage)
-    assert list(read) == []
-    assert usage.input_tokens > 0
-    [own] = [c for c in llm._contexts if c.session == "held-0"]
-    assert own.llama.n_tokens == usage.input_tokens
-
-
 def test_an_endpoint_is_sent_no_open_read() -> None:
     # given an endpoint nothing listens on
     with socket.socket() as sock:

@@ -255,22 +255,6 @@ class LlamaLLM:
             context.used_at = time.monotonic()
             self._free.notify()
 
-    def _acquire_own(self, session: str) -> _Context | None:
-        """The call's own context if it is free now, else None (nothing waits).
-
-        A read of the caller's words is worth it only where the call's prompt is
-        held: in another context it would read that prompt cold, and push out the
-        prompt of the call that context served.
-        """
-        with self._free:
-            own = [c for c in self._contexts if session and c.session == session]
-            context = max(own, key=lambda c: c.used_at) if own else None
-            if context is None or context.busy:
-                return None
-            context.busy = True
-            context.used_at = time.monotonic()
-            return context
-
     def stream(
         self,
         messages: list[Message],
@@ -278,10 +262,7 @@ class LlamaLLM:
         cancel: threading.Event,
         usage: PromptUsage | None = None,
     ) -> Iterator[str | ToolCall]:
-        if options.open_turn:
-            context = self._acquire_own(options.session)
-        else:
-            context = self._acquire(options.session, cancel)
+        context = self._acquire(options.session, cancel)
         if context is None:
             return
         context.usage = usage

@@ -110,9 +110,7 @@ class ReadAhead:
         reads the prompt with those words as the caller's message, left open.
 
         Only the embedded LLM, and only with no read in progress (the next caption
-        comes soon; a read is not cut off for it). The LLM reads it only in the
-        call's own context, free at that moment (`LlamaLLM`): elsewhere it would
-        read the call's whole prompt and push out another call's. A caption's closing mark is not
+        comes soon; a read is not cut off for it). A caption's closing mark is not
         read: the turn's own transcript often ends differently.
         """
         settings = self.settings

@@ -269,10 +269,7 @@ class LlamaLLM:
         try:
             tools = options.offered_tools
             if options.open_turn:
-                if tools:
-                    plain = plain_messages(messages)
-                    messages = with_tools_prompt(plain, tools, options.tool_choice)
-                _read_open(context.llama, self._open_template, messages)
+                _read_open(context.llama, self._open_template, _as_read(messages, options))
             elif tools:
                 yield from _with_tools(context.llama, messages, options, tools, cancel)
             else:
@@ -391,7 +388,7 @@ def _with_tools(
     named tool go straight to the grammar. The second request reads the same
     prompt, which the context's KV cache still holds.
     """
-    prompt = with_tools_prompt(plain_messages(messages), tools, options.tool_choice)
+    prompt = _as_read(messages, options)
     if options.max_tokens <= READ_TOKENS:  # a read ahead of the prompt: never a call
         yield from _words_unless_call(_chat(llama, prompt, options, cancel))
         return
@@ -429,6 +426,15 @@ def _words_unless_call(deltas: Iterator[str]) -> Generator[str, None, bool]:
             yield held
             held = None
     return False
+
+
+def _as_read(messages: list[Message], options: LLMOptions) -> list[Message]:
+    """`messages` as the embedded model reads them: plain turns with the offered
+    tools described, when `options` offer any."""
+    tools = options.offered_tools
+    if not tools:
+        return messages
+    return with_tools_prompt(plain_messages(messages), tools, options.tool_choice)
 
 
 def with_tools_prompt(

@@ -202,6 +202,32 @@ async def test_cancel_stops_the_generation_in_the_worker(
     assert await wait_until(lambda: models.llm.busy() == 0, 0.5)  # type: ignore[attr-defined]
 
 
+async def test_cancel_stops_the_model_even_if_the_handlers_cancellation_is_lost(
+    start_worker: StartWorker, client: ChannelsInference, models: LocalInference
+) -> None:
+    # given a long reply streaming from a worker whose request handlers a cancel cannot
+    # reach (as when a cancellation is lost in the channel layer's send)
+    worker = await start_worker()
+
+    class Unreachable(dict[str, asyncio.Task[None]]):
+        def get(self, key: str, default: Any = None) -> Any:
+            return default
+
+    worker._handlers = Unreachable()
+    stream = client.generate(
+        [{"role": "user", "content": "Write a long story about the sea."}],
+        LLMOptions(max_tokens=300, temperature=0.7),
+    )
+    await stream.__anext__()
+    assert isinstance(models.llm, LlamaLLM)
+    assert models.llm.busy() == 1
+    # when the caller closes the stream
+    await stream.aclose()
+    # then the worker's model stops at its next token all the same
+    assert await wait_until(lambda: models.llm.busy() == 0, 0.5)
+    assert await wait_until(lambda: worker.advert().busy["llm"] == 0, 2)
+
+
 async def test_two_workers_share_the_requests(
     start_worker: StartWorker, make_layer: Callable[[], RedisChannelLayer]
 ) -> None:

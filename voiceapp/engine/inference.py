@@ -137,11 +137,12 @@ class ThreadStream(Generic[T]):
     """Runs a blocking iterator in a thread and yields its items asynchronously.
 
     `slot` (optional) bounds how many of these run at once; the time spent
-    waiting for it is `queue_ms`. `aclose()` sets the cancel event that the
-    blocking iterator checks between items. `usage` is the prompt count an LLM
-    iterator fills in (untouched by other kinds). `handoff` (optional): once its
-    test passes on an item, the rest of the items are produced in a thread of its
-    executor, which keeps the slot until the end.
+    waiting for it is `queue_ms`. `aclose()` (or `cancel()`, which needs no await)
+    sets the cancel event that the blocking iterator checks between items.
+    `usage` is the prompt count an LLM iterator fills in (untouched by other
+    kinds). `handoff` (optional): once its test passes on an item, the rest of the
+    items are produced in a thread of its executor, which keeps the slot until the
+    end.
     """
 
     def __init__(
@@ -243,8 +244,12 @@ class ThreadStream(Generic[T]):
             raise InferenceError(str(item) or type(item).__name__) from item
         return item
 
-    async def aclose(self) -> None:
+    def cancel(self) -> None:
+        """Stop the blocking iterator at its next item, from any thread or task."""
         self._cancel.set()
+
+    async def aclose(self) -> None:
+        self.cancel()
 
 
 class LocalInference:

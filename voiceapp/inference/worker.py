@@ -16,11 +16,11 @@ import signal
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Awaitable, Coroutine, Mapping
+from collections.abc import AsyncIterator, Awaitable, Coroutine, Mapping
 from typing import Any
 
 from voiceapp.engine.audio import float_to_pcm16, pcm16_to_float
-from voiceapp.engine.inference import LocalInference
+from voiceapp.engine.inference import LocalInference, ThreadStream
 
 from .capacity import Advert, CapacityAdvertiser, PoolRegistry, RedisPoolRegistry
 from .protocol import (
@@ -102,6 +102,8 @@ class InferenceWorker:
         self._busy = dict.fromkeys(KINDS, 0)  # requests in progress, however they came
         self._freed = asyncio.Event()  # set whenever a request ends
         self._handlers: dict[str, asyncio.Task[None]] = {}
+        # the model streams of requests in progress (LLM and TTS), which a cancel stops
+        self._streams: dict[str, ThreadStream[Any]] = {}
         self._seen: OrderedDict[str, None] = OrderedDict()  # request ids taken lately
         self._tasks: set[asyncio.Task[None]] = set()
         self.capacity = CapacityAdvertiser(
@@ -236,11 +238,25 @@ class InferenceWorker:
                 self._refuse(exc)
                 continue
             if message["type"] == CANCEL:
-                handler = self._handlers.get(message["request_id"])
-                if handler is not None:
-                    handler.cancel()
+                self._stop(message["request_id"])
             elif message["kind"] in self.kinds:
                 self._spawn(self._direct(message))
+
+    def _stop(self, request_id: str) -> None:
+        """A request the caller gave up: its model stops at its next token or audio
+        piece, and its handler is cancelled.
+
+        The model is told directly, not only through the handler's cancellation: a
+        cancellation that lands while the handler sends a token through the channel
+        layer was seen lost (2 of 8 cancelled replies in one `bench load` run went on
+        to their end, holding the call's llama context from its next request).
+        """
+        stream = self._streams.get(request_id)
+        if stream is not None:
+            stream.cancel()
+        handler = self._handlers.get(request_id)
+        if handler is not None:
+            handler.cancel()
 
     async def _direct(self, request: Request) -> None:
         """A request sent to this worker by name (a call's next LLM turn, for its cache).
@@ -338,7 +354,7 @@ class InferenceWorker:
         usage."""
         stream = self.inference.generate(as_chat_messages(payload), as_llm_options(payload))
         first = True
-        try:
+        async with self._stoppable(request_id, stream):
             async for delta in stream:
                 if first:
                     # the count is known by the first token with the local model only
@@ -354,8 +370,6 @@ class InferenceWorker:
                 else:
                     token = encode_token(request_id, delta, worker=self.channel)
                 await self._send(reply, token)
-        finally:
-            await stream.aclose()
         return encode_done(
             request_id, worker=self.channel, queue_ms=stream.queue_ms, usage=stream.usage
         )
@@ -366,7 +380,7 @@ class InferenceWorker:
             payload["text"], as_voice(payload), background=payload.get("background", False)
         )
         seconds = 0.0
-        try:
+        async with self._stoppable(request_id, stream):
             async for chunk in stream:
                 seconds += len(chunk.samples) / chunk.sample_rate
                 audio = encode_audio(
@@ -376,9 +390,18 @@ class InferenceWorker:
                     worker=self.channel,
                 )
                 await self._send(reply, audio)
-        finally:
-            await stream.aclose()
         return seconds
+
+    @contextlib.asynccontextmanager
+    async def _stoppable(self, request_id: str, stream: ThreadStream[Any]) -> AsyncIterator[None]:
+        """While `stream` serves `request_id`, a cancel of that request stops it
+        (`_stop`); closed at the end, however it ends."""
+        self._streams[request_id] = stream
+        try:
+            yield
+        finally:
+            self._streams.pop(request_id, None)
+            await stream.aclose()
 
 
 async def serve_forever(

@@ -1,4 +1,4 @@
-from voiceapp.engine.chunker import ClauseChunker
+from voiceapp.engine.chunker import ClauseChunker, joined_words
 
 
 def feed(chunker: ClauseChunker, text: str) -> list[str]:
@@ -62,3 +62,57 @@ def test_flush_drops_text_without_letters_or_digits() -> None:
     chunker.push("Done. ")
     assert chunker.push("*") == []
     assert chunker.flush() == []
+
+
+def test_first_clause_ends_as_its_mark_arrives() -> None:
+    # given a reply streamed token by token, its first sentence ending in a full stop
+    chunker = ClauseChunker()
+    assert chunker.push("The capital of France is Paris") == []
+    # when the full stop arrives, before the next word that would confirm it
+    # then the first clause is out already
+    assert chunker.push(".") == ["The capital of France is Paris."]
+    assert chunker.push(" It is big") == []
+    # and later clauses still wait for the whitespace after their mark
+    assert chunker.push(".") == []
+    assert chunker.push(" Very") + chunker.flush() == ["It is big.", "Very"]
+
+
+def test_first_clause_ends_at_a_comma_as_it_arrives_after_three_words() -> None:
+    chunker = ClauseChunker()
+    assert chunker.push("Well") == []
+    assert chunker.push(",") == []  # one word: not a clause of its own
+    assert chunker.push(" of course") == []
+    assert chunker.push(",") == ["Well, of course,"]
+
+
+def test_first_clause_waits_after_a_number_a_short_form_or_a_name_with_a_dot() -> None:
+    # a figure may go on ("3.50"), and so may "Dr.", "a.m." and "No. 5"
+    for head in ("It costs 3", "Ask Dr", "We open at 9 a", "It is No"):
+        chunker = ClauseChunker()
+        assert chunker.push(head) + chunker.push(".") == [], head
+    # a web address the prompt holds: the reply may copy it
+    prompt = ["Order online at rosiesbakery.co.uk or call us."]
+    chunker = ClauseChunker(joined=joined_words(prompt))
+    assert chunker.push("Order at rosiesbakery") + chunker.push(".") == []
+    assert feed(chunker, "co.uk today.") == ["Order at rosiesbakery.co.uk today."]
+    chunker = ClauseChunker()
+    assert chunker.push("Visit www") + chunker.push(".") == []
+
+
+def test_marks_after_a_first_clause_cut_at_its_mark_are_not_a_clause() -> None:
+    chunker = ClauseChunker()
+    assert chunker.push("Hello") + chunker.push("!") == ["Hello!"]
+    # more of the mark, then the next sentence
+    assert chunker.push("!") == []
+    assert chunker.push('"') == []
+    assert chunker.push(" How are you?") + chunker.flush() == ["How are you?"]
+
+
+def test_joined_words_are_those_before_a_dot_inside_a_name() -> None:
+    assert joined_words(["See rosies.co.uk, e.g. today. Or www.bake.com."]) == {
+        "rosies",
+        "co",
+        "e",
+        "www",
+        "bake",
+    }

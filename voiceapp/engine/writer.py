@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, replace
 
 from .acts import TurnActs, shared_acts
-from .chunker import ChunkerSettings, ClauseChunker
+from .chunker import ChunkerSettings, ClauseChunker, joined_words
 from .frames import LLMToken
 from .guard import LANGUAGE_TALK, Action, GuardSettings, ReplyGuard, numbers_in
 from .history import History
@@ -123,7 +123,7 @@ class ReplyWriter:
         # the caller's words are read against the facts once, for the prompt and the answer
         turn = None if user_text is None else self.prompt.turn(user_text)
         messages = self._messages(turn, instructions)
-        chunker = ClauseChunker(cfg.chunker)
+        chunker = ClauseChunker(cfg.chunker, joined_words([m["content"] for m in messages]))
         decision = await self._planner.decide(
             cfg, self.prompt, turn, user_text, options, instructions
         )

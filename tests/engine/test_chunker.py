@@ -1,4 +1,4 @@
-from voiceapp.engine.chunker import ClauseChunker, joined_words
+from voiceapp.engine.chunker import ChunkerSettings, ClauseChunker, joined_words
 
 
 def feed(chunker: ClauseChunker, text: str) -> list[str]:
@@ -75,6 +75,12 @@ def test_first_clause_ends_as_its_mark_arrives() -> None:
     # and later clauses still wait for the whitespace after their mark
     assert chunker.push(".") == []
     assert chunker.push(" Very") + chunker.flush() == ["It is big.", "Very"]
+
+
+def test_first_clause_waits_for_the_next_word_without_first_at_mark() -> None:
+    chunker = ClauseChunker(ChunkerSettings(first_at_mark=False))
+    assert chunker.push("The capital of France is Paris") + chunker.push(".") == []
+    assert chunker.push(" It") == ["The capital of France is Paris."]
 
 
 def test_first_clause_ends_at_a_comma_as_it_arrives_after_three_words() -> None:

@@ -198,7 +198,7 @@ class VoiceCall:
         )
         self._writer = ReplyWriter(
             _writer_settings(config),
-            _prompt_builder(config),
+            prompt_builder(config),
             inference,
             self._history,
             before_llm=self._read_ahead.wait_llm,
@@ -275,7 +275,7 @@ class VoiceCall:
         self.config = config
         self._listener.update(_listener_settings(config))
         self._writer.settings = _writer_settings(config)
-        self._writer.prompt = _prompt_builder(config)
+        self._writer.prompt = prompt_builder(config)
         self._barge.settings = _barge_in_settings(config)
         self._speaker.settings = _speaker_settings(config)
         self._read_ahead.settings = _read_ahead_settings(config)
@@ -720,7 +720,8 @@ def _read_ahead_settings(config: CallConfig) -> ReadAheadSettings:
     )
 
 
-def _prompt_builder(config: CallConfig) -> PromptBuilder:
+def prompt_builder(config: CallConfig) -> PromptBuilder:
+    """What writes the prompts of a call made with `config`."""
     return PromptBuilder(
         instructions=config.instructions,
         facts=config.facts if config.grounding else (),

@@ -21,6 +21,7 @@ class ChunkerSettings:
     first_max_words: int = 7  # without punctuation, cut the first clause at a space
     min_words: int = 6  # later clauses: cut at a comma only past this many words
     max_words: int = 30
+    first_at_mark: bool = True  # the first clause ends as its mark arrives (below)
 
 
 class ClauseChunker:
@@ -94,7 +95,7 @@ class ClauseChunker:
             elif not in_word:
                 in_word = True
                 words += 1
-        if first:
+        if first and s.first_at_mark:
             return self._cut_at_mark(words, min_clause_words)
         return None
 

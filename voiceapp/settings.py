@@ -415,6 +415,10 @@ LLM_READ_CAPTIONS = env.bool("LLM_READ_CAPTIONS", default=True)
 # llama contexts per worker: replies written at once, and the calls whose prompts a
 # worker keeps read (a call's next turn goes back to its own context).
 LLM_CONTEXTS = env.int("LLM_CONTEXTS", default=2)
+# A call whose llama context another call took keeps its prompt's KV cache (a copy,
+# about 23 KB a token) and its next turn loads it instead of reading the prompt
+# again: up to this many MiB per worker; 0 keeps none (docs/CAPACITY.md).
+LLM_SNAPSHOT_MB = env.int("LLM_SNAPSHOT_MB", default=128)
 # Empty (the default): follow INFERENCE_DEVICE, so only a value actually set overrides it.
 _llm_gpu_layers = env.str("LLM_GPU_LAYERS", default="").strip()
 if _llm_gpu_layers and not _llm_gpu_layers.lstrip("-").isdigit():

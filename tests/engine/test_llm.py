@@ -13,6 +13,7 @@ from llama_cpp import Llama
 from tests.support.llm_server import scripted_sse_server
 from tests.support.models import prompt_tokens
 from voiceapp.engine.inference import LocalInference
+from voiceapp.engine.kv_state import SessionSnapshots, save_sequence
 from voiceapp.engine.llm import (
     HttpLLM,
     HttpLLMSettings,
@@ -22,6 +23,7 @@ from voiceapp.engine.llm import (
     PromptUsage,
     default_llm_model_path,
 )
+from voiceapp.engine.tools import Message
 
 SERVER_CMD = (sys.executable, "-m", "llama_cpp.server", "--host", "127.0.0.1", "--n_threads", "1")
 SYSTEM = {"role": "system", "content": "You are a helpful assistant. Answer briefly."}
@@ -134,6 +136,64 @@ def test_a_reply_counts_the_prompt_tokens_it_read(llm: LlamaLLM) -> None:
     # then all of its prompt is counted, and the first turn's prompt came from the cache
     assert again.input_tokens == prompt_tokens(llama, second) > usage.input_tokens
     assert usage.input_tokens <= again.cached_tokens < again.input_tokens
+
+
+def _introduce(name: str) -> list[Message]:
+    return [SYSTEM, {"role": "user", "content": f"My name is {name}. " * 20 + "Say hello."}]
+
+
+def test_a_call_whose_context_another_call_took_does_not_read_its_prompt_again(
+    llm: LlamaLLM,
+) -> None:
+    # given three calls' first turns on two contexts: the first call's context was taken
+    turns = {}
+    for name in ("Ada", "Bob", "Cy"):
+        first = _introduce(name)
+        options = LLMOptions(max_tokens=8, temperature=0.0, session=f"kept-{name}")
+        reply = "".join(llm.stream(first, options, CANCEL))
+        turns[name] = [
+            *first,
+            {"role": "assistant", "content": reply},
+            {"role": "user", "content": "What is my name?"},
+        ]
+    assert all(c.session != "kept-Ada" for c in llm._contexts)
+    restores = llm.snapshots.restores
+    # when its next turn runs
+    usage = PromptUsage()
+    ada = LLMOptions(max_tokens=12, temperature=0.0, session="kept-Ada")
+    words = "".join(llm.stream(turns["Ada"], ada, CANCEL, usage))
+    # then its first turn's prompt came from the copy kept when it lost its context
+    assert llm.snapshots.restores == restores + 1
+    first_prompt = prompt_tokens(llm._contexts[0].llama, _introduce("Ada"))
+    assert usage.cached_tokens >= first_prompt - 2, (usage, first_prompt)
+    # and the reply is the one her own context writes when nobody takes it (a cold read
+    # differs: llama.cpp's sums over a prompt read in one batch round differently)
+    own = LlamaLLM(replace(llm.settings, contexts=1, snapshot_bytes=0))
+    try:
+        "".join(own.stream(_introduce("Ada"), replace(ada, max_tokens=8), CANCEL))
+        again = PromptUsage()
+        assert "".join(own.stream(turns["Ada"], ada, CANCEL, again)) == words
+        assert again.cached_tokens == usage.cached_tokens
+    finally:
+        own.close()
+
+
+def test_kept_prompts_stay_within_their_bytes(llm: LlamaLLM) -> None:
+    # given a store of kept prompts with room for about one
+    context = llm._contexts[0]
+    "".join(llm.stream(_introduce("Dee"), LLMOptions(max_tokens=2, session="bytes"), CANCEL))
+    one = len(save_sequence(context.llama))
+    snapshots = SessionSnapshots(int(one * 1.5))
+    # when two calls' prompts are kept
+    snapshots.keep("first", context.llama)
+    snapshots.keep("second", context.llama)
+    # then the older is dropped, and a turn of its call finds nothing to load
+    assert len(snapshots) == 1 and snapshots.bytes <= snapshots.max_bytes
+    prompt = list(context.llama.input_ids[: context.llama.n_tokens])
+    held = context.llama.n_tokens
+    assert snapshots.restore("first", context.llama, prompt) == held
+    assert snapshots.restores == 0
+    assert snapshots.restore("second", context.llama, prompt) == held  # holds it already
 
 
 def test_a_cancelled_reply_still_counts_its_prompt(llm: LlamaLLM) -> None:

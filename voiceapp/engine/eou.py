@@ -19,7 +19,6 @@ reply being generated, and keeps the KV cache of its fixed prompt head.
 from __future__ import annotations
 
 import atexit
-import ctypes
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from .kv_state import load_sequence, save_sequence
 from .turns import eou_text
 
 IM_START = "<|im_start|>"
@@ -78,32 +78,19 @@ class HeadSnapshots:
 
     def save(self, head: list[int]) -> None:
         """Keep the context's KV cache, which holds `head` and nothing after it."""
-        import llama_cpp
-
-        ctx = self._llama._ctx.ctx
-        size = llama_cpp.llama_state_seq_get_size(ctx, 0)
-        buffer = (ctypes.c_uint8 * size)()
-        written = llama_cpp.llama_state_seq_get_data(ctx, buffer, size, 0)
-        self._saved[tuple(head)] = ctypes.string_at(buffer, written)
+        self._saved[tuple(head)] = save_sequence(self._llama)
         while len(self._saved) > HEAD_SNAPSHOTS:
             self._saved.popitem(last=False)
 
     def load(self, head: list[int], keep: int) -> int:
         """Load `head`'s saved KV cache into the context, if there is one; returns the
         tokens now evaluated (`keep` when nothing was loaded)."""
-        import llama_cpp
-
         data = self._saved.get(tuple(head))
         if data is None:
             return keep
         self._saved.move_to_end(tuple(head))
-        llama = self._llama
-        llama._ctx.kv_cache_seq_rm(-1, 0, -1)
-        source = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
-        if llama_cpp.llama_state_seq_set_data(llama._ctx.ctx, source, len(data), 0) != len(data):
-            llama._ctx.kv_cache_seq_rm(-1, 0, -1)
+        if not load_sequence(self._llama, data, head):
             return 0
-        llama.input_ids[: len(head)] = head
         self.restores += 1
         return len(head)
 

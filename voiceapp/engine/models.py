@@ -44,6 +44,7 @@ class ModelSettings:
     llm_batch_threads: int = 1  # see LlamaSettings.batch_threads
     llm_context_tokens: int = 2048
     llm_contexts: int = 2
+    llm_snapshot_mb: int = 128  # see LlamaSettings.snapshot_bytes
     llm_gpu_layers: int | None = None  # 0 none, -1 all (a GPU build); None follows the device
     llm_http_base_url: str = ""  # set: use an OpenAI-compatible endpoint instead of llama.cpp
     llm_http_api_key: str = ""
@@ -129,6 +130,7 @@ def load_inference(settings: ModelSettings, *, warm_up: bool = True) -> LocalInf
             threads=settings.llm_threads,
             batch_threads=settings.llm_batch_threads,
             contexts=settings.llm_contexts,
+            snapshot_bytes=settings.llm_snapshot_mb * 1024 * 1024,
             gpu_layers=plan.llm_gpu_layers,
         )
     )

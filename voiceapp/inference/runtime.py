@@ -95,6 +95,7 @@ def model_settings() -> ModelSettings:
         tts_windowed=settings.TTS_WINDOWED,
         background_nice=settings.BACKGROUND_NICE,
         llm_contexts=settings.LLM_CONTEXTS,
+        llm_snapshot_mb=settings.LLM_SNAPSHOT_MB,
     )
 
 

@@ -13,9 +13,12 @@ about 8 ms and loading it back about 6 ms, with the same logits after. Two users
 from __future__ import annotations
 
 import ctypes
+import logging
 import threading
 from collections import OrderedDict
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 
 def save_sequence(llama: Any) -> bytes:
@@ -89,6 +92,7 @@ class SessionSnapshots:
                 return
             self._saved[session] = (tokens, data)
             self.saves += 1
+            log.debug("kept %s's prompt: %d tokens, %d bytes", session, len(tokens), len(data))
             total = sum(len(d) for _, d in self._saved.values())
             while total > self.max_bytes:
                 _, (_, dropped) = self._saved.popitem(last=False)
@@ -112,4 +116,7 @@ class SessionSnapshots:
             return 0
         with self._lock:
             self.restores += 1
+        log.debug(
+            "loaded %s's kept prompt: %d of %d tokens (held %d)", session, shared, len(prompt), held
+        )
         return shared

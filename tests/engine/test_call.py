@@ -17,7 +17,7 @@ from tests.support.clips import Clip, espeak_clip, join, piper_clip, silence, wo
 from tests.support.engine_calls import collect_until, fast_config, feed, wait_until
 from tests.support.inference import RecordingInference
 from tests.support.models import prompt_tokens
-from voiceapp.engine.asr import WhisperASR
+from voiceapp.engine.asr import DEFAULT_ASR_MODEL, Transcript, WhisperASR
 from voiceapp.engine.audio import AudioFormatError, float_to_pcm16, pcm16_to_float, resample
 from voiceapp.engine.call import VoiceCall
 from voiceapp.engine.eou import chat_prompt
@@ -624,6 +624,83 @@ async def test_a_pause_inside_a_sentence_does_not_end_the_turn(
     finals = of(frames, TranscriptFinal)
     assert len(finals) == 1 and expected <= words(finals[0].text)
     assert len(of(frames, ResponseStarted)) == 1
+
+
+class FirstReadingCut(RecordingInference):
+    """The real models, except that the turn's first final reading loses its last word,
+    as Whisper's often does when the audio stops right after it."""
+
+    async def transcribe(
+        self, audio: np.ndarray, language: str, model: str = "", *, partial: bool = False
+    ) -> Transcript:
+        result = await super().transcribe(
+            audio, language, model or DEFAULT_ASR_MODEL, partial=partial
+        )
+        finals = [r for r in self.read if not r[1]]
+        if partial or len(finals) != 1:
+            return result
+        return replace(result, text=result.text.rsplit(" ", 1)[0])
+
+
+def unsure_turns() -> TurnSettings:
+    """Every finished question is unsure (scored under 0.999): its pause is read again."""
+    return TurnSettings(end_of_turn_ms=500, eou_threshold=0.999)
+
+
+async def test_a_pause_read_again_with_the_same_words_keeps_its_reply(
+    models: LocalInference, vad_model: SileroModel, clips: dict[str, Clip]
+) -> None:
+    # given a call that reads a finished question as unsure, so its pause is read again
+    recorder = RecordingInference(models)
+    config = fast_config(speak=False, partial_interval_ms=0, turns=unsure_turns())
+    call = VoiceCall(config, recorder, vad_model)
+    try:
+        # when the question is spoken in real time
+        frames = await ask(call, clips["capital"], realtime=True)
+    finally:
+        await call.close()
+    # then the turn was read twice, and the second reading said the same words
+    assert [partial for _, partial in recorder.read] == [False, False]
+    assert call.stats["speculative_kept"] == 1
+    # and the reply speculated on the first reading is the one that answered: no other
+    # reply was started or written
+    assert call.stats["speculative_started"] == 1 and call.stats["speculative_cancelled"] == 0
+    turns = [r for r in recorder.llm if not r.options.open_turn and r.options.max_tokens > 1]
+    assert len(turns) == 1
+    [final] = of(frames, TranscriptFinal)
+    assert {"capital", "france"} <= words(final.text)
+    [started] = of(frames, ResponseStarted)
+    [reply] = of(frames, ResponseDone)
+    assert reply.response_id == started.response_id and reply.status == "completed"
+    assert "paris" in reply.text.lower()
+
+
+async def test_a_pause_read_again_with_more_words_replies_to_them(
+    models: LocalInference, vad_model: SileroModel, clips: dict[str, Clip]
+) -> None:
+    # given a call whose first reading of the pause lost the question's last word
+    recorder = FirstReadingCut(models)
+    config = fast_config(speak=False, partial_interval_ms=0, turns=unsure_turns())
+    call = VoiceCall(config, recorder, vad_model)
+    try:
+        # when the question is spoken in real time
+        frames = await ask(call, clips["capital"], realtime=True)
+    finally:
+        await call.close()
+    # then the second reading's words replaced the first reply, without a third reading
+    assert [partial for _, partial in recorder.read] == [False, False]
+    assert call.stats["speculative_kept"] == 0
+    assert call.stats["speculative_started"] == 2 and call.stats["speculative_cancelled"] == 1
+    turns = [r for r in recorder.llm if not r.options.open_turn and r.options.max_tokens > 1]
+    assert len(turns) == 2
+    assert "france" not in turns[0].messages[-1]["content"].lower()
+    assert "france" in turns[1].messages[-1]["content"].lower()
+    # and the caller heard one reply, to the whole question
+    [final] = of(frames, TranscriptFinal)
+    assert {"capital", "france"} <= words(final.text)
+    assert len(of(frames, ResponseStarted)) == 1
+    [reply] = of(frames, ResponseDone)
+    assert reply.status == "completed"
 
 
 async def test_the_words_after_a_long_pause_inside_a_turn_are_heard(

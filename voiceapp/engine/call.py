@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from .asr import DEFAULT_ASR_MODEL
+from .asr import DEFAULT_ASR_MODEL, Transcript
 from .audio import AudioFormatError, pcm16_to_float
 from .chunker import ChunkerSettings, ClauseChunker
 from .embedder import shared_encoder
@@ -66,6 +66,7 @@ from .turns import (
     TurnEvent,
     TurnSettings,
     end_of_turn_wait_ms,
+    same_words,
     sentence_completeness,
     unfinished_by_words,
 )
@@ -208,6 +209,7 @@ class VoiceCall:
         self.stats = {
             "speculative_started": 0,
             "speculative_cancelled": 0,
+            "speculative_kept": 0,  # read again in a longer pause, with the same words
             "interruptions": 0,
             "barge_in_pauses": 0,
             "false_interruptions": 0,
@@ -416,14 +418,62 @@ class VoiceCall:
             self.stats["speculative_cancelled"] += 1
 
     def pause_lengthened(self) -> None:
-        """Transcribe the turn again: its transcript looked unfinished (`Listener`)."""
-        speculative = self._slots.take_speculative()
+        """Transcribe the turn again: its transcript looked unfinished (`Listener`).
+
+        The reply speculated on the first reading goes on while the turn is read
+        again, and is kept when the second reading has the same words (`_reread`).
+        """
+        speculative = self._slots.speculative
         if speculative is None:
             return
+        if speculative.user_text and self.config.turns.hint_source == "eou":
+            audio = self._listener.utterance_audio()
+            self._listener.speculation_started()
+            self._listener.expect_hint()
+            self._spawn_response(speculative, self._reread(speculative, audio))
+            return
+        self._slots.take_speculative()
         self._finish_cancelled(speculative, interrupted=False, silent=True)
         self.stats["speculative_cancelled"] += 1
         self._listener.expect_hint()
         self._start_turn_response(speculative=True)
+
+    async def _reread(self, response: Response, audio: np.ndarray) -> None:
+        """The second reading of a paused turn that `response` speculates on: the same
+        words keep it (its first audio may be ready); other words replace it with a
+        reply to them."""
+        trace = TurnTrace(clock=self._clock)
+        try:
+            result = await self._listener.transcribe(
+                audio, trace, item_id=None, keep_if_cancelled=lambda: False
+            )
+        except InferenceError as exc:
+            log.info("turn read again failed (%s): the first reading stands", exc.code)
+            if self._slots.speculative is response:
+                self._listener.clear_hint()
+            return
+        if self._slots.speculative is not response:
+            return  # the caller went on, or the turn ended
+        turns = self.config.turns
+        if same_words(result.text, response.user_text or ""):
+            self.stats["speculative_kept"] += 1
+            marks = response.trace.marks
+            if "eou_start" in marks and "eou_end" not in marks:
+                return  # its end-of-turn score is on its way and sets the wait
+            if response.eou_probability is None and not unfinished_by_words(result.text):
+                self._spawn_response(response, self._score_turn(response, result.text))
+                return
+            wait = end_of_turn_wait_ms(result.text, response.eou_probability, turns)
+            self._listener.set_hint(wait)
+            return
+        replacement = self._new_response(response.item_id, speculative=True)
+        replacement.trace.take_reading(trace)
+        self._slots.take_speculative()
+        self._slots.speculate(replacement)
+        self.stats["speculative_started"] += 1
+        self._spawn_response(replacement, self._turn(replacement, audio, result))
+        self._finish_cancelled(response, interrupted=False, silent=True)
+        self.stats["speculative_cancelled"] += 1
 
     def turn_ended(self, item_id: str, event: TurnEvent) -> None:
         response = self._slots.take_speculative()
@@ -501,14 +551,16 @@ class VoiceCall:
     def _spawn_response(self, response: Response, coro: Coroutine[Any, Any, None]) -> None:
         response.tasks.add(self._spawn(coro))
 
-    async def _turn(self, response: Response, audio: np.ndarray) -> None:
-        """Final ASR, then the reply; speculative until committed."""
+    async def _turn(
+        self, response: Response, audio: np.ndarray, read: Transcript | None = None
+    ) -> None:
+        """Final ASR (unless `read` already), then the reply; speculative until committed."""
         # The turn waits for this transcript's verdict (the punctuation rule never did).
         judging = self._slots.speculative is response and self.config.turns.hint_source == "eou"
         if judging:
             self._listener.expect_hint()
         try:
-            result = await self._listener.transcribe(
+            result = read or await self._listener.transcribe(
                 audio,
                 response.trace,
                 item_id=response.item_id,

@@ -53,6 +53,14 @@ class TurnTrace:
     def remark(self, name: str, at: float | None = None) -> None:
         self.marks[name] = self.clock() if at is None else at
 
+    def take_reading(self, other: TurnTrace) -> None:
+        """The ASR marks and details of a reading `other` traced, as this turn's."""
+        for name in ("asr_start", "asr_end"):
+            if name in other.marks:
+                self.remark(name, other.marks[name])
+        self.asr_queue_ms = other.asr_queue_ms
+        self.asr_reads = other.asr_reads
+
     def _span(self, start: str, end: str) -> float | None:
         if start in self.marks and end in self.marks:
             return round(1000.0 * (self.marks[end] - self.marks[start]), 1)

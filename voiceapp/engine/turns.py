@@ -139,6 +139,11 @@ def eou_text(text: str) -> str:
     return " ".join(_PUNCTUATION.sub(" ", text.lower()).split())
 
 
+def same_words(a: str, b: str) -> bool:
+    """Two readings of a turn say the same, whatever Whisper's case and punctuation."""
+    return eou_text(a) == eou_text(b)
+
+
 def end_of_turn_wait_ms(text: str, eou_probability: float | None, settings: TurnSettings) -> int:
     """The silence after which a pause with this transcript ends the turn.
 

@@ -96,8 +96,8 @@ class ListenerHooks(Protocol):
         """The caller went on talking after a pause."""
 
     def pause_lengthened(self) -> None:
-        """A pause whose transcript read as unfinished went on: read it again
-        (the call cancels its speculation, `expect_hint()`s and speculates anew)."""
+        """A pause whose transcript read as unfinished went on: read it again (the
+        call `expect_hint()`s; its speculation stands unless the words changed)."""
 
     def turn_ended(self, item_id: str, event: TurnEvent) -> None:
         """A turn that counts ended (`SpeechStopped` is already out)."""

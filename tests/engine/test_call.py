@@ -15,7 +15,7 @@ from bench.pauses import dropped_after_pause, read_turn, renditions
 from bench.wer_clips import PAUSE_S, normalize, word_errors
 from tests.support.clips import Clip, espeak_clip, join, piper_clip, silence, words
 from tests.support.engine_calls import collect_until, fast_config, feed, wait_until
-from tests.support.inference import RecordingInference
+from tests.support.inference import LLMRequest, RecordingInference
 from tests.support.models import prompt_tokens
 from voiceapp.engine.asr import DEFAULT_ASR_MODEL, Transcript, WhisperASR
 from voiceapp.engine.audio import AudioFormatError, float_to_pcm16, pcm16_to_float, resample
@@ -642,33 +642,41 @@ class FirstReadingCut(RecordingInference):
         return replace(result, text=result.text.rsplit(" ", 1)[0])
 
 
-def unsure_turns() -> TurnSettings:
-    """Every finished question is unsure (scored under 0.999): its pause is read again."""
-    return TurnSettings(end_of_turn_ms=500, eou_threshold=0.999)
+async def ask_unsure(
+    recorder: RecordingInference, vad_model: SileroModel, clip: Clip
+) -> tuple[VoiceCall, list[Frame], list[LLMRequest]]:
+    """`clip` asked in real time of a text-only call that reads every finished question
+    as unsure (scored under 0.999), so its pause is read again: the call, its frames,
+    and the LLM requests of its replies (not the reads of the caller's words)."""
+    turns = TurnSettings(end_of_turn_ms=500, eou_threshold=0.999)
+    config = fast_config(speak=False, partial_interval_ms=0, turns=turns)
+    call = VoiceCall(config, recorder, vad_model)
+    try:
+        frames = await ask(call, clip, realtime=True)
+    finally:
+        await call.close()
+    # the turn was read twice, both final readings
+    assert [partial for _, partial in recorder.read] == [False, False]
+    replies = [r for r in recorder.llm if not r.options.open_turn and r.options.max_tokens > 1]
+    return call, frames, replies
 
 
 async def test_a_pause_read_again_with_the_same_words_keeps_its_reply(
     models: LocalInference, vad_model: SileroModel, clips: dict[str, Clip]
 ) -> None:
     # given a call that reads a finished question as unsure, so its pause is read again
-    recorder = RecordingInference(models)
-    config = fast_config(speak=False, partial_interval_ms=0, turns=unsure_turns())
-    call = VoiceCall(config, recorder, vad_model)
-    try:
-        # when the question is spoken in real time
-        frames = await ask(call, clips["capital"], realtime=True)
-    finally:
-        await call.close()
-    # then the turn was read twice, and the second reading said the same words
-    assert [partial for _, partial in recorder.read] == [False, False]
+    # when the question is spoken in real time
+    call, frames, replies = await ask_unsure(
+        RecordingInference(models), vad_model, clips["capital"]
+    )
+    # then the second reading said the same words
     assert call.stats["speculative_kept"] == 1
+    [final] = of(frames, TranscriptFinal)
+    assert {"capital", "france"} <= words(final.text)
     # and the reply speculated on the first reading is the one that answered: no other
     # reply was started or written
     assert call.stats["speculative_started"] == 1 and call.stats["speculative_cancelled"] == 0
-    turns = [r for r in recorder.llm if not r.options.open_turn and r.options.max_tokens > 1]
-    assert len(turns) == 1
-    [final] = of(frames, TranscriptFinal)
-    assert {"capital", "france"} <= words(final.text)
+    assert len(replies) == 1
     [started] = of(frames, ResponseStarted)
     [reply] = of(frames, ResponseDone)
     assert reply.response_id == started.response_id and reply.status == "completed"
@@ -679,22 +687,14 @@ async def test_a_pause_read_again_with_more_words_replies_to_them(
     models: LocalInference, vad_model: SileroModel, clips: dict[str, Clip]
 ) -> None:
     # given a call whose first reading of the pause lost the question's last word
-    recorder = FirstReadingCut(models)
-    config = fast_config(speak=False, partial_interval_ms=0, turns=unsure_turns())
-    call = VoiceCall(config, recorder, vad_model)
-    try:
-        # when the question is spoken in real time
-        frames = await ask(call, clips["capital"], realtime=True)
-    finally:
-        await call.close()
+    # when the question is spoken in real time
+    call, frames, replies = await ask_unsure(FirstReadingCut(models), vad_model, clips["capital"])
     # then the second reading's words replaced the first reply, without a third reading
-    assert [partial for _, partial in recorder.read] == [False, False]
     assert call.stats["speculative_kept"] == 0
     assert call.stats["speculative_started"] == 2 and call.stats["speculative_cancelled"] == 1
-    turns = [r for r in recorder.llm if not r.options.open_turn and r.options.max_tokens > 1]
-    assert len(turns) == 2
-    assert "france" not in turns[0].messages[-1]["content"].lower()
-    assert "france" in turns[1].messages[-1]["content"].lower()
+    assert len(replies) == 2
+    assert "france" not in replies[0].messages[-1]["content"].lower()
+    assert "france" in replies[1].messages[-1]["content"].lower()
     # and the caller heard one reply, to the whole question
     [final] = of(frames, TranscriptFinal)
     assert {"capital", "france"} <= words(final.text)

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import itertools
 import subprocess
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from voiceapp.engine.audio import read_wav, resample, write_wav
-from voiceapp.engine.models import default_voice
-from voiceapp.engine.tts import PiperTTS
+
+from .wer_clips import _piper as seeded_piper
 
 RATE = 24000  # what the realtime transport sends
 
@@ -69,10 +68,12 @@ def segment_ends(samples: np.ndarray, rate: int, gap_s: float = 0.3) -> tuple[fl
     return tuple(ends)
 
 
-def _piper(tts: PiperTTS, text: str) -> np.ndarray:
-    voice = default_voice()
-    audio = np.concatenate(list(tts.synthesize(text, voice, threading.Event())))
-    return resample(audio, tts.sample_rate(voice), RATE)
+def _piper(text: str) -> np.ndarray:
+    """`text` in Piper's default voice at RATE, seeded: a checkout that renders its
+    clips anew (a worktree, another machine) gets the same samples, where one Piper
+    session for all of them gave each run other prosody and other transcripts."""
+    audio, rate = seeded_piper(text)
+    return resample(audio, rate, RATE)
 
 
 def _espeak(text: str, path: Path) -> np.ndarray:
@@ -83,7 +84,6 @@ def _espeak(text: str, path: Path) -> np.ndarray:
 
 def load_questions(cache: Path) -> list[Question]:
     cache.mkdir(parents=True, exist_ok=True)
-    tts = PiperTTS(threads=2, windowed=False)  # a caller's audio, as it was
     out: list[Question] = []
 
     def add(name: str, voice: str, text: str, make: object) -> None:
@@ -105,7 +105,7 @@ def load_questions(cache: Path) -> list[Question]:
         )
 
     for name, text in PIPER.items():
-        add(name, "piper", text, lambda t=text: _piper(tts, t))
+        add(name, "piper", text, lambda t=text: _piper(t))
     for name, text in ESPEAK.items():
         add(name, "espeak", text, lambda t=text, n=name: _espeak(t, cache / f"{n}.raw.wav"))
     name, first, pause, second = PAUSED
@@ -114,7 +114,7 @@ def load_questions(cache: Path) -> list[Question]:
         "piper",
         f"{first} ... {second}",
         lambda: np.concatenate(
-            [_piper(tts, first), np.zeros(int(pause * RATE), np.float32), _piper(tts, second)]
+            [_piper(first), np.zeros(int(pause * RATE), np.float32), _piper(second)]
         ),
     )
     return out

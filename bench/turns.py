@@ -51,7 +51,6 @@ from voiceapp.engine.frames import (
 from voiceapp.engine.inference import LocalInference
 from voiceapp.engine.llm import LLMOptions
 from voiceapp.engine.models import ModelSettings, default_voice, load_inference
-from voiceapp.engine.tts import PiperTTS
 from voiceapp.engine.turns import TurnSettings
 from voiceapp.engine.vad import SileroModel
 
@@ -104,7 +103,6 @@ def near_silence(ms: int, rng: np.random.Generator) -> np.ndarray:
 
 def build_set(cache: Path) -> list[Utterance]:
     cache.mkdir(parents=True, exist_ok=True)
-    tts = PiperTTS(threads=2, windowed=False)  # a caller's audio, as it was
     rng = np.random.default_rng(7)
     pieces: dict[tuple[str, str], np.ndarray] = {}
 
@@ -115,7 +113,7 @@ def build_set(cache: Path) -> list[Utterance]:
             if path.exists():
                 pieces[key] = read_wav(path)[0]
             else:
-                raw = _piper(tts, text) if voice == "piper" else _espeak(text, cache / "raw.wav")
+                raw = _piper(text) if voice == "piper" else _espeak(text, cache / "raw.wav")
                 write_wav(path, raw, RATE)
                 pieces[key] = raw
         return pieces[key]
@@ -366,10 +364,9 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                       f"eot={r['end_of_turn_ms']!s:>7} v2v={r['v2v_ms']!s:>7} "
                       f"{r['transcripts']}", flush=True)  # fmt: skip
     if args.only in ("", "barge-in"):
-        tts = PiperTTS(threads=2, windowed=False)  # a caller's audio, as it was
         question = _espeak("How is the weather today in London?", cache / "raw.wav")
         uh = _espeak("uh", cache / "raw.wav")
-        other = _piper(tts, "Wait, do you have gluten free bread?")
+        other = _piper("Wait, do you have gluten free bread?")
         for mode in modes:
             barge[mode] = []
             for n, (kind, clip) in enumerate(

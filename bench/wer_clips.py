@@ -62,7 +62,8 @@ def dither(samples: np.ndarray, seed: int) -> np.ndarray:
     return (samples + noise).astype(np.float32)
 
 
-def _piper(text: str, speed: float) -> tuple[np.ndarray, int]:
+def _piper(text: str, speed: float = 1.0) -> tuple[np.ndarray, int]:
+    """`text` in Piper's default voice, the same samples in every checkout."""
     import onnxruntime
 
     from voiceapp.engine.tts import PiperTTS, VoiceSpec
